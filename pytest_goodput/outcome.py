@@ -1,0 +1,116 @@
+"""What the gate decided: verdict states and per-metric comparisons (pure schema).
+
+Shared by the verdict engine (which fills them), the baseline store, the reports and the
+pytest layer (which read them).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Verdict = Literal["pass", "improved", "regressed", "inconclusive", "new", "incomparable"]
+VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "new", "incomparable")
+Direction = Literal["higher", "lower"]
+
+#: The symbol each verdict is shown with in terminal and Markdown reports.
+VERDICT_SYMBOL: dict[str, str] = {
+    "pass": "✅",
+    "improved": "🚀",
+    "regressed": "❌",
+    "inconclusive": "⚠️",
+    "new": "🆕",
+    "incomparable": "⛔",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricComparison(_Model):
+    """One gated metric, baseline vs current.
+
+    ``change`` is relative, signed so that positive means the metric's value went up
+    (``(current - baseline) / baseline``); ``interval`` is the confidence interval of that
+    relative change. ``direction`` says which way is good.
+    """
+
+    metric: str
+    direction: Direction
+    baseline: Optional[float] = None
+    current: Optional[float] = None
+    change: Optional[float] = None
+    interval: Optional[tuple[float, float]] = None
+    tolerance: float
+    verdict: Verdict
+    method: str = ""
+    note: str = ""
+
+
+class SLOOutcome(_Model):
+    """An SLO check of the current run alone (no baseline needed)."""
+
+    name: str
+    limit: float
+    value: Optional[float]
+    ok: bool
+    proven: Optional[bool] = None
+    note: str = ""
+
+
+class TestOutcome(_Model):
+    """Everything the gate concluded about one test."""
+
+    nodeid: str
+    location: Optional[tuple[str, int]] = None
+    scenario: str
+    comparisons: list[MetricComparison] = Field(default_factory=list)
+    slos: list[SLOOutcome] = Field(default_factory=list)
+    baseline_status: Literal["compared", "new", "incomparable", "updated", "off"] = "off"
+    incomparable_reasons: list[str] = Field(default_factory=list)
+    what_changed: dict[str, tuple[Optional[str], Optional[str]]] = Field(default_factory=dict)
+    client_valid: bool = True
+    client_reasons: list[str] = Field(default_factory=list)
+    spec: dict = Field(default_factory=dict, description="the scenario spec as run (JSON form)")
+    key_metrics: dict[str, Optional[float]] = Field(
+        default_factory=dict, description="headline numbers of the current run, by metric path"
+    )
+    current_env: dict[str, str] = Field(default_factory=dict)
+    baseline_env: Optional[dict[str, str]] = None
+    frontier: Optional[dict] = Field(
+        None, description="sweeps: {'current': [...], 'baseline': [...], 'comparison': {...}}"
+    )
+    error: Optional[str] = Field(None, description="the run could not be made (engine down, ...)")
+
+    @property
+    def status(self) -> str:
+        """One word for the test: error, invalid, slo-failed, regressed, inconclusive, new, passed."""
+        if self.error:
+            return "error"
+        if not self.client_valid:
+            return "invalid"
+        if self.slo_failed:
+            return "slo-failed"
+        if self.regressed:
+            return "regressed"
+        if self.inconclusive:
+            return "inconclusive"
+        if self.baseline_status == "new":
+            return "new"
+        if self.baseline_status == "incomparable":
+            return "incomparable"
+        return "passed"
+
+    @property
+    def regressed(self) -> list[MetricComparison]:
+        return [c for c in self.comparisons if c.verdict == "regressed"]
+
+    @property
+    def inconclusive(self) -> list[MetricComparison]:
+        return [c for c in self.comparisons if c.verdict == "inconclusive"]
+
+    @property
+    def slo_failed(self) -> list[SLOOutcome]:
+        return [s for s in self.slos if not s.ok]

@@ -1,0 +1,230 @@
+"""What to run: the scenario spec, the single schema for marker arguments and CLI flags.
+
+Pure: no I/O, no pytest. A spec is flat (one keyword per field) so that a validation
+error names exactly the marker argument the user wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Scenario = Literal["offline", "server", "interactive", "concurrency", "sweep", "capacity"]
+SCENARIOS: tuple[str, ...] = ("offline", "server", "interactive", "concurrency", "sweep", "capacity")
+LengthDist = Literal["fixed", "uniform", "normal", "lognormal"]
+Arrival = Literal["poisson", "gamma", "constant"]
+Api = Literal["completions", "chat"]
+WorkloadKind = Literal["synthetic", "jsonl", "sharegpt"]
+
+#: Latency metrics a percentile SLO can name, e.g. ``ttft_p99_ms``.
+PERCENTILE_SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
+_PCT_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d{1,2}(?:\.\d+)?)_ms$")
+
+#: MLPerf Inference SLO presets (P99 TTFT ms, P99 TPOT ms).
+SLO_PRESETS: dict[str, tuple[float, float]] = {
+    "mlperf/llama2-70b/server": (2000.0, 200.0),
+    "mlperf/llama2-70b/interactive": (450.0, 40.0),
+    "mlperf/llama3.1-8b/server": (2000.0, 100.0),
+    "mlperf/llama3.1-8b/interactive": (500.0, 30.0),
+    "mlperf/llama3.1-405b/server": (6000.0, 175.0),
+    "mlperf/llama3.1-405b/interactive": (4500.0, 80.0),
+    "mlperf/deepseek-r1/server": (2000.0, 80.0),
+    "mlperf/deepseek-r1/interactive": (1500.0, 15.0),
+    "mlperf/gpt-oss-120b/server": (3000.0, 80.0),
+    "mlperf/gpt-oss-120b/interactive": (2000.0, 15.0),
+}
+
+
+#: Measured requests when neither ``requests`` nor ``duration_s`` bounds a run.
+DEFAULT_REQUESTS = 200
+
+
+class SpecError(ValueError):
+    """A spec argument is invalid; the message names the argument and what is allowed."""
+
+
+class ScenarioSpec(BaseModel):
+    """One load scenario and the SLOs it must meet.
+
+    Field names are the marker's keyword arguments and the CLI's flags. The scenario's
+    identity (what a baseline is comparable with) is :meth:`identity_hash`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # --- scenario and load -------------------------------------------------------------
+    scenario: Scenario = "server"
+    rate: Optional[float] = Field(None, gt=0, description="arrival rate, requests/s (server, interactive)")
+    arrival: Arrival = "poisson"
+    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1.0 is Poisson, <1 burstier")
+    concurrency: Optional[int] = Field(
+        None, ge=1, description="closed-loop users (concurrency) or in-flight ceiling (others)"
+    )
+    requests: Optional[int] = Field(None, ge=1, description="measured requests (warm-up excluded)")
+    duration_s: Optional[float] = Field(None, gt=0, description="bound on the measured window")
+    warmup_requests: int = Field(0, ge=0)
+    warmup_s: float = Field(0.0, ge=0)
+    seed: int = 0
+    timeout_s: float = Field(60.0, gt=0, description="per-request timeout")
+    # sweep / capacity
+    sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
+    sweep_over: Literal["concurrency", "rate"] = "concurrency"
+    frontier_percentile: float = Field(50.0, gt=0, le=100)
+    gpus: int = Field(1, ge=1)
+    capacity_max_rate: Optional[float] = Field(None, gt=0)
+    capacity_resolution: float = Field(0.05, gt=0, lt=1, description="relative rate resolution")
+    repeats: int = Field(1, ge=1, le=20)
+
+    # --- request shape -----------------------------------------------------------------
+    api: Api = "completions"
+    stream: bool = True
+    ignore_eos: bool = True
+
+    # --- workload ----------------------------------------------------------------------
+    workload: WorkloadKind = "synthetic"
+    dataset: Optional[str] = Field(None, description="path to a JSONL or ShareGPT JSON file")
+    isl: int = Field(128, ge=1, description="input sequence length, tokens")
+    osl: int = Field(64, ge=1, description="output sequence length, tokens")
+    isl_dist: LengthDist = "fixed"
+    osl_dist: LengthDist = "fixed"
+    range_ratio: float = Field(0.0, ge=0, lt=1, description="uniform: lengths in [L(1-r), L(1+r)]")
+    length_cv: float = Field(0.25, ge=0, le=5, description="normal/lognormal: std / mean")
+    min_len: int = Field(1, ge=1)
+    max_len: Optional[int] = Field(None, ge=1)
+
+    # --- SLOs --------------------------------------------------------------------------
+    slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive")
+    ttft_ms: Optional[float] = Field(None, gt=0)
+    tpot_ms: Optional[float] = Field(None, gt=0)
+    e2e_ms: Optional[float] = Field(None, gt=0)
+    attainment: float = Field(0.99, gt=0, le=1, description="target fraction of good requests")
+    percentile_slos: dict[str, float] = Field(default_factory=dict)
+
+    # --- gate --------------------------------------------------------------------------
+    tolerance: Optional[float] = Field(None, ge=0, lt=1)
+    tolerances: dict[str, float] = Field(default_factory=dict)
+    gate: Optional[tuple[str, ...]] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_percentile_slos(cls, data: Any) -> Any:
+        """Accept ``ttft_p99_ms=450`` style keywords and expand ``slo=`` presets."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        pct = dict(data.get("percentile_slos") or {})
+        for key in list(data):
+            m = _PCT_SLO_RE.match(key)
+            if m:
+                pct[key] = data.pop(key)
+        preset = data.get("slo")
+        if preset is not None:
+            if preset not in SLO_PRESETS:
+                raise ValueError(
+                    f"unknown SLO preset {preset!r}; allowed: {', '.join(sorted(SLO_PRESETS))}"
+                )
+            ttft, tpot = SLO_PRESETS[preset]
+            pct.setdefault("ttft_p99_ms", ttft)
+            pct.setdefault("tpot_p99_ms", tpot)
+            data.setdefault("ttft_ms", ttft)
+            data.setdefault("tpot_ms", tpot)
+        for key, value in pct.items():
+            m = _PCT_SLO_RE.match(key)
+            if not m:
+                raise ValueError(
+                    f"percentile SLO {key!r} is not of the form <metric>_p<percentile>_ms "
+                    f"with metric in {PERCENTILE_SLO_METRICS}"
+                )
+            if not (0 < float(m.group(2)) < 100):
+                raise ValueError(f"percentile SLO {key!r}: percentile must be in (0, 100)")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"percentile SLO {key!r} must be a positive number of ms")
+        if pct:
+            data["percentile_slos"] = pct
+        if data.get("requests") is None and data.get("duration_s") is None:
+            data["requests"] = DEFAULT_REQUESTS
+        for key in ("sweep", "gate"):
+            if isinstance(data.get(key), list):
+                data[key] = tuple(data[key])
+        return data
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> "ScenarioSpec":
+        s = self.scenario
+        if s in ("server", "interactive") and self.rate is None:
+            raise ValueError(f"scenario {s!r} needs rate= (requests/s)")
+        if s == "concurrency" and self.concurrency is None:
+            raise ValueError("scenario 'concurrency' needs concurrency= (number of users)")
+        if s == "sweep" and not self.sweep:
+            raise ValueError("scenario 'sweep' needs sweep= (a list of concurrencies or rates)")
+        if self.sweep is not None and any(v <= 0 for v in self.sweep):
+            raise ValueError("sweep values must all be > 0")
+        if s == "interactive" and not (self.has_request_slos or self.percentile_slos):
+            raise ValueError(
+                "scenario 'interactive' needs SLOs: slo='mlperf/<model>/interactive' "
+                "or ttft_ms=/tpot_ms="
+            )
+        if s == "capacity" and not self.has_request_slos:
+            raise ValueError("scenario 'capacity' needs per-request SLOs (ttft_ms=, tpot_ms= or e2e_ms=)")
+        if self.workload != "synthetic" and not self.dataset:
+            raise ValueError(f"workload {self.workload!r} needs dataset= (a file path)")
+        if self.max_len is not None and self.max_len < self.min_len:
+            raise ValueError("max_len must be >= min_len")
+        for name in self.tolerances.values():
+            if not 0 <= name < 1:
+                raise ValueError("tolerances values must be fractions in [0, 1)")
+        return self
+
+    @property
+    def has_request_slos(self) -> bool:
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+
+    @property
+    def has_slos(self) -> bool:
+        return self.has_request_slos or bool(self.percentile_slos)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that make two runs comparable (gate settings excluded)."""
+        skip = {"tolerance", "tolerances", "gate"}
+        return {k: v for k, v in self.model_dump(mode="json").items() if k not in skip}
+
+    def identity_hash(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def scaled(self, factor: float) -> "ScenarioSpec":
+        """Multiply request counts and durations (``--goodput-scale``) for smoke runs."""
+        if factor == 1.0:
+            return self
+        upd: dict[str, Any] = {}
+        if self.requests is not None:
+            upd["requests"] = max(1, round(self.requests * factor))
+        if self.duration_s is not None:
+            upd["duration_s"] = self.duration_s * factor
+        upd["warmup_requests"] = round(self.warmup_requests * factor)
+        upd["warmup_s"] = self.warmup_s * factor
+        return self.model_copy(update=upd)
+
+
+def format_validation_error(err: ValidationError, where: str) -> str:
+    """One line per bad argument: where it came from, which argument, what is allowed."""
+    lines = [f"{where}: invalid goodput arguments"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(spec)"
+        msg = e["msg"].removeprefix("Value error, ")
+        got = e.get("input")
+        got_s = "" if loc == "(spec)" or isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"  {loc}: {msg}{got_s}")
+    return "\n".join(lines)
+
+
+def build_spec(args: dict[str, Any], where: str = "spec") -> ScenarioSpec:
+    """Validate keyword arguments into a spec or raise :class:`SpecError` naming them."""
+    try:
+        return ScenarioSpec.model_validate(args)
+    except ValidationError as err:
+        raise SpecError(format_validation_error(err, where)) from None
