@@ -1,0 +1,164 @@
+"""The baseline store: one reviewable JSON file per test, validated, written atomically.
+
+A baseline keeps a short history of runs (newest last) so the verdict engine can judge a
+new run against the run-to-run spread, not only against one lucky or unlucky sample.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .fingerprint import Fingerprint
+from .results import Samples
+
+BASELINE_SCHEMA_VERSION = 1
+BASELINE_KIND = "pytest-goodput-baseline"
+DEFAULT_DIR = ".goodput/baselines"
+#: Runs kept per baseline file; older ones fall off when a new run is recorded.
+DEFAULT_HISTORY = 5
+
+
+class BaselineError(Exception):
+    """A baseline file exists but cannot be used; the message names the file and why."""
+
+
+class BaselineRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    recorded_at: str
+    environment: Fingerprint
+    summary: dict[str, Optional[float]] = Field(default_factory=dict)
+    samples: list[Samples] = Field(
+        default_factory=list, description="one entry per repeat, or per sweep point"
+    )
+    frontier: Optional[list[dict[str, Any]]] = None
+
+
+class BaselineFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["pytest-goodput-baseline"] = BASELINE_KIND
+    schema_version: int = BASELINE_SCHEMA_VERSION
+    nodeid: str
+    spec: dict[str, Any]
+    spec_hash: str
+    runs: list[BaselineRun] = Field(default_factory=list)
+
+    @property
+    def latest(self) -> BaselineRun:
+        return self.runs[-1]
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\-\[\]=+,@]")
+
+
+def path_for(directory: Path, nodeid: str) -> Path:
+    """``tests/test_x.py::TestA::test_b[p]`` → ``DIR/tests/test_x/TestA.test_b[p].json``."""
+    module, _, rest = nodeid.partition("::")
+    module = module[:-3] if module.endswith(".py") else module
+    parts = [_UNSAFE.sub("_", p) for p in module.split("/") if p not in ("", ".", "..")]
+    name = _UNSAFE.sub("_", rest.replace("::", ".")) or "module"
+    return directory.joinpath(*parts, f"{name[:180]}.json")
+
+
+def load(path: Path) -> Optional[BaselineFile]:
+    """The baseline at ``path``, ``None`` if there is none; :class:`BaselineError` if unusable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not valid JSON ({exc.msg} at line {exc.lineno}); "
+            "fix or delete it, then record a new one with --goodput-update-baseline"
+        ) from None
+    if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
+        raise BaselineError(
+            f"{path} is not a pytest-goodput baseline (no \"kind\": \"{BASELINE_KIND}\"); "
+            "it was left untouched — move it away or choose another --goodput-baseline directory"
+        )
+    version = data.get("schema_version")
+    if version != BASELINE_SCHEMA_VERSION:
+        raise BaselineError(
+            f"baseline {path} has schema_version {version!r}; this pytest-goodput reads "
+            f"version {BASELINE_SCHEMA_VERSION}. Re-record it with --goodput-update-baseline "
+            "after deleting it"
+        )
+    try:
+        return BaselineFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise BaselineError(f"baseline {path} is invalid at {loc}: {first['msg']}") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same directory and ``os.replace``: all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def record(
+    path: Path,
+    *,
+    nodeid: str,
+    spec: dict[str, Any],
+    spec_hash: str,
+    run: BaselineRun,
+    existing: Optional[BaselineFile],
+    history: int = DEFAULT_HISTORY,
+) -> BaselineFile:
+    """Append ``run`` to the history (a new identity starts a new history) and save it."""
+    runs: list[BaselineRun] = []
+    if existing is not None and existing.spec_hash == spec_hash:
+        same_identity = [
+            r for r in existing.runs if r.environment.identity == run.environment.identity
+        ]
+        runs = same_identity
+    runs = (runs + [run])[-max(history, 1) :]
+    doc = BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, runs=runs)
+    write_atomic(path, doc.model_dump_json(indent=1) + "\n")
+    return doc
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def find_all(directory: Path) -> dict[str, Path]:
+    """nodeid → path of every readable baseline under ``directory`` (unreadable ones skipped)."""
+    found: dict[str, Path] = {}
+    if not directory.is_dir():
+        return found
+    for p in sorted(directory.rglob("*.json")):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and data.get("kind") == BASELINE_KIND and "nodeid" in data:
+            found[str(data["nodeid"])] = p
+    return found
