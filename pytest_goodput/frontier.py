@@ -16,6 +16,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict
 
+from .metrics import percentile_nearest_rank
 from .outcome import MetricComparison, Verdict
 from .results import RunResult
 
@@ -56,14 +57,11 @@ def _usable(p: FrontierPoint) -> bool:
 
 
 def nearest_rank(values: Sequence[float], percentile: float) -> Optional[float]:
-    """Nearest-rank percentile (MLPerf style): the ceil(p/100 * n)-th smallest value."""
+    """Nearest-rank percentile of the finite values (metrics' definition); None if none."""
     if not 0 < percentile <= 100:
         raise ValueError(f"percentile must be in (0, 100], got {percentile}")
     data = sorted(v for v in values if math.isfinite(v))
-    if not data:
-        return None
-    rank = max(1, math.ceil(percentile / 100.0 * len(data)))
-    return data[rank - 1]
+    return percentile_nearest_rank(data, percentile) if data else None
 
 
 def _load_of(result: RunResult) -> tuple[float, LoadKind]:

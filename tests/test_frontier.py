@@ -366,3 +366,8 @@ def test_throughput_interval() -> None:
     assert (hi - lo) / 2 == pytest.approx(1.96 * se, rel=0.15)
     assert throughput_interval(make_result([], window_s=1.0)) is None
     assert relative_half_width(None, 1.0) is None
+
+
+def test_nearest_rank_is_exact_at_whole_ranks() -> None:
+    # 0.9 * 10 is 9.000000000000002 in floating point; the rank is still the 9th
+    assert nearest_rank([float(i) for i in range(1, 11)], 90) == 9.0
