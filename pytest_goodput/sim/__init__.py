@@ -1,0 +1,13 @@
+"""The embedded engine simulator: a modelled continuous-batching LLM server.
+
+``profile`` holds the knobs and presets, ``model`` the pure virtual-time performance model,
+``server`` the OpenAI-compatible HTTP front end (``python -m pytest_goodput sim``).
+"""
+
+from .model import EngineModel, SimRequest, StepResult, Timeline, simulate
+from .profile import PRESETS, SimProfile, SimProfileError, profile_from_env_and_args
+
+__all__ = [
+    "EngineModel", "PRESETS", "SimProfile", "SimProfileError", "SimRequest", "StepResult",
+    "Timeline", "profile_from_env_and_args", "simulate",
+]

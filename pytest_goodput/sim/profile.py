@@ -1,0 +1,154 @@
+"""Knobs of the embedded engine simulator: one pydantic model, named presets, env/flag loading.
+
+Every field of :class:`SimProfile` can be set from a command-line flag
+(``--kv-capacity-tokens 4096``) or an environment variable
+(``GOODPUT_SIM_KV_CAPACITY_TOKENS=4096``); flags win over the environment, which wins
+over the preset (``--preset`` / ``GOODPUT_SIM_PRESET``, default ``default``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal, Mapping, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+ENV_PREFIX = "GOODPUT_SIM_"
+
+
+class SimProfileError(ValueError):
+    """A preset name or knob value is invalid; the message names the knob."""
+
+
+class SimProfile(BaseModel):
+    """How the simulated continuous-batching engine performs and misbehaves.
+
+    Step time (ms) = ``(step_base_ms + step_per_seq_ms * decode_seqs
+    + step_per_ctx_token_ms * decode_context_tokens + prefill_per_token_ms * prefill_tokens)
+    * slowdown * time_scale * jitter``, where ``jitter`` is a seeded lognormal factor with
+    mean 1 (``noise_sigma`` 0 disables it).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: str = Field("default", description="name of the preset these values started from")
+    model_name: str = Field("goodput-sim", description="model id served by /v1/models and echoed back")
+    # --- scheduler -----------------------------------------------------------------------
+    max_num_seqs: int = Field(32, ge=1, description="most sequences in one batch (running set)")
+    max_num_batched_tokens: int = Field(
+        512, ge=1, description="token budget per step shared by decodes and chunked prefill"
+    )
+    kv_capacity_tokens: int = Field(8192, ge=1, description="KV-cache size in tokens")
+    block_size: int = Field(16, ge=1, description="KV-cache block size, tokens")
+    prefix_caching: bool = Field(True, description="reuse KV blocks of shared prompt prefixes")
+    # --- cost model (ms) -----------------------------------------------------------------
+    step_base_ms: float = Field(4.0, ge=0, description="fixed cost of every engine step")
+    step_per_seq_ms: float = Field(0.4, ge=0, description="added per decoding sequence in the step")
+    step_per_ctx_token_ms: float = Field(
+        0.002, ge=0, description="added per context token (KV read) of decoding sequences"
+    )
+    prefill_per_token_ms: float = Field(0.02, ge=0, description="added per prompt token prefilled")
+    noise_sigma: float = Field(0.0, ge=0, le=2, description="sigma of the lognormal step jitter")
+    seed: int = Field(0, description="seeds jitter, pseudo-EOS, generated text and faults")
+    eos_prob: float = Field(
+        0.02, ge=0, le=1,
+        description="per-token chance of a pseudo-EOS after min_tokens, unless ignore_eos",
+    )
+    # --- faults and regressions ----------------------------------------------------------
+    slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
+    time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")
+    error_rate: float = Field(0.0, ge=0, le=1, description="fraction of requests refused outright")
+    error_status: Literal[500, 429] = Field(500, description="HTTP status of injected errors")
+    stall_prob: float = Field(0.0, ge=0, le=1, description="fraction of streams stalled once")
+    stall_ms: float = Field(0.0, ge=0, description="length of a mid-stream stall (wall ms)")
+    drop_prob: float = Field(0.0, ge=0, le=1, description="fraction of streams cut mid-stream")
+    max_queue: Optional[int] = Field(
+        None, ge=0, description="refuse new requests while this many wait (None: unbounded)"
+    )
+    queue_full_status: Literal[429, 503] = Field(429, description="HTTP status of a queue refusal")
+
+    @model_validator(mode="after")
+    def _check(self) -> "SimProfile":
+        if self.kv_capacity_tokens < self.block_size:
+            raise ValueError("kv_capacity_tokens must hold at least one block")
+        return self
+
+    @property
+    def num_blocks(self) -> int:
+        return self.kv_capacity_tokens // self.block_size
+
+    @property
+    def step_factor(self) -> float:
+        """Multiplier applied to every modelled step time."""
+        return self.slowdown * self.time_scale
+
+
+#: Named starting points. ``default`` saturates near 17 req/s at ISL 128 / OSL 64
+#: (about 1100 output tokens/s): a knee any laptop or CI box can drive.
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": {},
+    # Llama-3-8B (bf16) on one H100 80GB: ~16 GB of weights read per decode step at
+    # ~3.3 TB/s (~6 ms), 128 KiB of KV per token, ~35k prefill tokens/s, ~450k KV tokens.
+    # Set time_scale (e.g. 10) so a small machine can drive its knee.
+    "llama3-8b-h100": {
+        "max_num_seqs": 256,
+        "max_num_batched_tokens": 8192,
+        "kv_capacity_tokens": 450_000,
+        "block_size": 16,
+        "step_base_ms": 6.0,
+        "step_per_seq_ms": 0.03,
+        "step_per_ctx_token_ms": 0.00004,
+        "prefill_per_token_ms": 0.028,
+        "noise_sigma": 0.02,
+    },
+}
+
+
+def knob_names() -> list[str]:
+    """Every settable field except ``preset`` (which selects the starting values)."""
+    return [n for n in SimProfile.model_fields if n != "preset"]
+
+
+def _parse_env_value(name: str, raw: str) -> Any:
+    """Environment strings to values pydantic accepts (``none`` clears an optional knob)."""
+    if name == "max_queue" and raw.strip().lower() in ("", "none", "null"):
+        return None
+    return raw
+
+
+def profile_from_env_and_args(
+    args: Optional[Mapping[str, Any]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    preset: Optional[str] = None,
+) -> SimProfile:
+    """Build a profile: preset, then ``GOODPUT_SIM_<KNOB>`` variables, then ``args``.
+
+    ``args`` keys are field names; ``None`` values mean "not given". ``env`` defaults to
+    ``os.environ``. Raises :class:`SimProfileError` naming the bad knob or preset.
+    """
+    env = os.environ if env is None else env
+    args = dict(args or {})
+    name = preset or args.pop("preset", None) or env.get(ENV_PREFIX + "PRESET") or "default"
+    args.pop("preset", None)
+    if name not in PRESETS:
+        raise SimProfileError(f"unknown simulator preset {name!r}; allowed: {', '.join(PRESETS)}")
+    values: dict[str, Any] = {"preset": name, **PRESETS[name]}
+    fields = knob_names()
+    for field in fields:
+        raw = env.get(ENV_PREFIX + field.upper())
+        if raw is not None:
+            values[field] = _parse_env_value(field, raw)
+    unknown = [k for k in args if k not in fields]
+    if unknown:
+        raise SimProfileError(f"unknown simulator knob(s): {', '.join(sorted(unknown))}")
+    values.update({k: v for k, v in args.items() if v is not None})
+    try:
+        return SimProfile.model_validate(values)
+    except ValidationError as err:
+        lines = ["invalid simulator profile"]
+        for e in err.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or "(profile)"
+            env_name = ENV_PREFIX + loc.upper() if loc != "(profile)" else ""
+            lines.append(f"  {loc} ({env_name} / --{loc.replace('_', '-')}): {e['msg']}"
+                         f" (got {e.get('input')!r})")
+        raise SimProfileError("\n".join(lines)) from None

@@ -1,0 +1,470 @@
+"""The simulator as an OpenAI-compatible HTTP server (starlette + uvicorn, own process).
+
+One asyncio task steps :class:`EngineModel` at absolute deadlines (``perf_counter`` is the
+virtual clock, so late wake-ups never accumulate drift) and hands emitted tokens to
+per-request streams. Per-token work is a counter bump, a future wake-up and a
+pre-encoded byte concatenation, so the server is not the bottleneck at test-suite rates.
+
+The tokenizer is "one whitespace-separated word = one token", so usage numbers are exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import random
+import socket
+import sys
+import time
+import zlib
+from typing import Any, Optional
+
+from .model import EngineModel, RequestTooLong, draw_output_length
+from .profile import PRESETS, SimProfile, SimProfileError, profile_from_env_and_args
+
+_VOCAB = (
+    "the of and to in is was for on that with as by at from it an be this are or which "
+    "river stone light cloud north field glass paper market garden signal orbit copper "
+    "quiet rapid amber silver window bridge forest engine harbor lantern meadow velvet "
+    "summit canyon ember falcon glacier horizon island jungle kernel lumen marble nectar"
+).split()
+_TEXT_LEN = 997  # prime: generated text does not repeat with short periods
+_CLOCK = time.perf_counter
+
+
+class _InjectedDrop(Exception):
+    """Raised inside a stream to cut the connection (fault injection, not a bug)."""
+
+
+class _DropFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info
+        return not (exc and exc[0] is _InjectedDrop)
+
+
+class _Stream:
+    """Tokens the engine has produced for one request, and the wake-up of its writer."""
+
+    __slots__ = ("ready", "finished", "waiter", "intended", "written")
+
+    def __init__(self) -> None:
+        self.ready = 0
+        self.finished = False
+        self.waiter: Optional[asyncio.Future[None]] = None
+        self.intended: list[float] = []
+        self.written: list[float] = []
+
+    def wake(self, *_: Any) -> None:
+        w = self.waiter
+        if w is not None:
+            self.waiter = None
+            if not w.done():
+                w.set_result(None)
+
+
+class SimEngine:
+    """Owns the model, the stepping task, the fault RNG and the trace file."""
+
+    def __init__(self, profile: SimProfile, trace_path: Optional[str] = None) -> None:
+        self.profile = profile
+        self.model = EngineModel(profile)
+        self.streams: dict[str, _Stream] = {}
+        self._wake = asyncio.Event()
+        self._task: Optional[asyncio.Task[None]] = None
+        self._counter = 0
+        self._tag = os.urandom(4).hex()
+        rng = random.Random(profile.seed)
+        self.words = [(" " + rng.choice(_VOCAB)).encode() for _ in range(_TEXT_LEN)]
+        self._trace = open(trace_path, "a", encoding="utf-8") if trace_path else None
+        self.errors_injected = 0
+        self.refused = 0
+        self.drops = 0
+        self.stalls = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        if self._trace is not None:
+            self._trace.close()
+
+    async def _run(self) -> None:
+        model, streams, trace = self.model, self.streams, self._trace is not None
+        vnow = _CLOCK()
+        while True:
+            if not model.has_work:
+                self._wake.clear()
+                await self._wake.wait()
+                vnow = max(vnow, _CLOCK())
+            res = model.step(vnow)
+            deadline = vnow + res.duration_s
+            while (delay := deadline - _CLOCK()) > 0:
+                await asyncio.sleep(delay)
+            for rid, n, done in res.emitted:
+                st = streams.get(rid)
+                if st is None:
+                    continue
+                st.ready += n
+                if done:
+                    st.finished = True
+                if trace:
+                    st.intended.append(deadline)
+                st.wake()
+            vnow = deadline
+
+    def admit(self, prompt: str, prompt_tokens: int, body: dict[str, Any], default_max: int
+              ) -> tuple[Optional[tuple[int, str]], dict[str, Any]]:
+        """Apply faults and queue the request; returns (error, plan) with error (status, msg)."""
+        p = self.profile
+        self._counter += 1
+        rng = random.Random((p.seed << 32) ^ self._counter)
+        if p.error_rate and rng.random() < p.error_rate:
+            self.errors_injected += 1
+            return (p.error_status, "injected error"), {}
+        if p.max_queue is not None and self.model.num_waiting >= p.max_queue:
+            self.refused += 1
+            return (p.queue_full_status, "waiting queue is full"), {}
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default_max
+        min_tokens = int(body.get("min_tokens") or 0)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            return (400, "max_tokens must be a positive integer"), {}
+        out_len = draw_output_length(rng, max_tokens, min(min_tokens, max_tokens), p.eos_prob,
+                                     bool(body.get("ignore_eos", False)))
+        rid = f"{self._tag}{self._counter:x}"
+        hashes = None
+        if p.prefix_caching:
+            words, bs, h, hashes = prompt.split(), p.block_size, 0, []
+            for i in range(len(words) // bs):
+                h = hash((h, *words[i * bs:(i + 1) * bs]))
+                hashes.append(h)
+        try:
+            self.model.add_request(rid, prompt_tokens, out_len, block_hashes=hashes)
+        except RequestTooLong as err:
+            return (400, str(err)), {}
+        self.streams[rid] = _Stream()
+        self._wake.set()
+        plan = {
+            "rid": rid, "out_len": out_len, "max_tokens": max_tokens,
+            "offset": zlib.crc32(prompt.encode()) % _TEXT_LEN,
+            "stall_at": rng.randrange(1, out_len) if out_len > 1 and rng.random() < p.stall_prob
+            else None,
+            "drop_at": rng.randrange(1, out_len) if out_len > 1 and rng.random() < p.drop_prob
+            else None,
+        }
+        return None, plan
+
+    def finish(self, rid: str) -> None:
+        """Forget a request; abort it in the model if the client left early."""
+        st = self.streams.pop(rid, None)
+        self.model.abort(rid)
+        if st is not None and self._trace is not None and st.written:
+            n = len(st.written)
+            self._trace.write(json.dumps({"id": rid, "intended": st.intended[:n],
+                                          "written": st.written}) + "\n")
+            self._trace.flush()
+
+    def text(self, offset: int, n: int) -> str:
+        w = self.words
+        return b"".join(w[(offset + i) % _TEXT_LEN] for i in range(n)).decode()
+
+
+def _error(status: int, message: str) -> Any:
+    from starlette.responses import JSONResponse
+
+    kind = {400: "BadRequestError", 429: "RateLimitError", 503: "ServiceUnavailableError"}
+    return JSONResponse({"error": {"message": message, "type": kind.get(status, "InternalServerError"),
+                                   "code": status}}, status_code=status)
+
+
+def _prompt_of(body: dict[str, Any], chat: bool) -> tuple[str, int]:
+    """The prompt text and its token count (words; token-id lists count their ids)."""
+    if chat:
+        parts: list[str] = []
+        for msg in body.get("messages") or []:
+            content = msg.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts.extend(c.get("text", "") for c in content if isinstance(c, dict))
+        text = " ".join(parts)
+        return text, len(text.split())
+    prompt = body.get("prompt", "")
+    if isinstance(prompt, list):
+        if prompt and all(isinstance(t, int) for t in prompt):
+            return " ".join(map(str, prompt)), len(prompt)
+        if len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        else:
+            raise ValueError("prompt must be one string or one list of token ids")
+    if not isinstance(prompt, str):
+        raise ValueError("prompt must be a string")
+    return prompt, len(prompt.split())
+
+
+class _SSE:
+    """ASGI response streaming one chunk per token (several per write when behind)."""
+
+    def __init__(self, engine: SimEngine, plan: dict[str, Any], chat: bool, prompt_tokens: int,
+                 usage: bool, model_name: str) -> None:
+        self.e, self.plan, self.chat, self.usage = engine, plan, chat, usage
+        self.prompt_tokens = prompt_tokens
+        rid, created = plan["rid"], int(time.time())
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        head = (f'data: {{"id":"{"chatcmpl" if chat else "cmpl"}-{rid}","object":"{obj}",'
+                f'"created":{created},"model":{json.dumps(model_name)},"choices":')
+        self.head = head.encode()
+        self.pre = (head + ('[{"index":0,"delta":{"content":"' if chat else '[{"index":0,"text":"')).encode()
+        self.post = b'"},"logprobs":null,"finish_reason":null}]}\n\n' if chat else \
+            b'","logprobs":null,"finish_reason":null}]}\n\n'
+        reason = "length" if plan["out_len"] >= plan["max_tokens"] else "stop"
+        self.last_post = self.post.replace(b"null}]", f'"{reason}"}}]'.encode())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        e, plan, st = self.e, self.plan, self.e.streams[self.plan["rid"]]
+        disc = asyncio.ensure_future(receive())
+        disc.add_done_callback(st.wake)
+        loop = asyncio.get_running_loop()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
+        try:
+            if self.chat:
+                await send({"type": "http.response.body", "more_body": True, "body": self.head +
+                            b'[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,'
+                            b'"finish_reason":null}]}\n\n'})
+            sent, out_len, words, off = 0, plan["out_len"], e.words, plan["offset"]
+            stall_at, drop_at, written = plan["stall_at"], plan["drop_at"], st.written
+            trace = e._trace is not None
+            while True:
+                if disc.done():
+                    return
+                ready = st.ready
+                if ready == sent:
+                    if st.finished:
+                        break
+                    st.waiter = loop.create_future()
+                    await st.waiter
+                    continue
+                if stall_at is not None and ready > stall_at:
+                    ready, stall_at = stall_at, None
+                    if ready == sent:
+                        e.stalls += 1
+                        await asyncio.sleep(e.profile.stall_ms / 1000.0)
+                        continue
+                if drop_at is not None and ready > drop_at:
+                    ready = drop_at
+                buf = []
+                for i in range(sent, ready):
+                    post = self.last_post if i == out_len - 1 else self.post
+                    buf.append(self.pre + words[(off + i) % _TEXT_LEN] + post)
+                if buf:
+                    if trace:
+                        now = _CLOCK()
+                        written.extend(now for _ in buf)
+                    await send({"type": "http.response.body", "body": b"".join(buf), "more_body": True})
+                sent = ready
+                if drop_at is not None and sent == drop_at:
+                    e.drops += 1
+                    raise _InjectedDrop()
+            tail = b""
+            if self.usage:
+                u = {"prompt_tokens": self.prompt_tokens, "completion_tokens": out_len,
+                     "total_tokens": self.prompt_tokens + out_len}
+                tail = self.head + b"[],\"usage\":" + json.dumps(u, separators=(",", ":")).encode() + b"}\n\n"
+            await send({"type": "http.response.body", "body": tail + b"data: [DONE]\n\n",
+                        "more_body": False})
+        finally:
+            disc.remove_done_callback(st.wake)
+            disc.cancel()
+            e.finish(plan["rid"])
+
+
+def build_app(engine: SimEngine) -> Any:
+    """The starlette application serving the OpenAI-compatible routes and /metrics."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    name = engine.profile.model_name
+    registry = _metrics_registry(engine)
+
+    async def generate(request: Any, chat: bool) -> Any:
+        try:
+            body = json.loads(await request.body())
+            if not isinstance(body, dict):
+                raise ValueError("request body must be a JSON object")
+            prompt, n_prompt = _prompt_of(body, chat)
+        except ValueError as err:
+            return _error(400, str(err))
+        err, plan = engine.admit(prompt, n_prompt, body, 256 if chat else 16)
+        if err is not None:
+            return _error(*err)
+        if body.get("stream"):
+            opts = body.get("stream_options") or {}
+            return _SSE(engine, plan, chat, n_prompt, bool(opts.get("include_usage")), name)
+        rid, st = plan["rid"], engine.streams[plan["rid"]]
+        try:
+            while not st.finished:
+                st.waiter = asyncio.get_running_loop().create_future()
+                await st.waiter
+        finally:
+            engine.finish(rid)
+        n = plan["out_len"]
+        text = engine.text(plan["offset"], n)
+        reason = "length" if n >= plan["max_tokens"] else "stop"
+        choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        return JSONResponse({
+            "id": f"{'chatcmpl' if chat else 'cmpl'}-{rid}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()), "model": name, "choices": [choice],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n},
+        })
+
+    async def completions(request: Any) -> Any:
+        return await generate(request, chat=False)
+
+    async def chat(request: Any) -> Any:
+        return await generate(request, chat=True)
+
+    async def models(_: Any) -> Any:
+        return JSONResponse({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]})
+
+    async def health(_: Any) -> Any:
+        return Response(status_code=200)
+
+    async def metrics(_: Any) -> Any:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(routes=[
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/models", models), Route("/health", health), Route("/metrics", metrics),
+    ])
+
+
+def _metrics_registry(engine: SimEngine) -> Any:
+    """vLLM-named gauges and counters read from the model at scrape time (no per-token cost)."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    class _Collector:
+        def collect(self) -> Any:
+            m, lbl = engine.model, [engine.profile.model_name]
+            for name, doc, value in (
+                ("vllm:num_requests_running", "Sequences in the running batch.", m.num_running),
+                ("vllm:num_requests_waiting", "Requests waiting to be scheduled.", m.num_waiting),
+                ("vllm:kv_cache_usage_perc", "KV-cache usage, 0..1.", m.kv_usage),
+            ):
+                g = GaugeMetricFamily(name, doc, labels=["model_name"])
+                g.add_metric(lbl, value)
+                yield g
+            for name, doc, value in (
+                ("vllm:num_preemptions", "Preemptions (recompute).", m.preemptions_total),
+                ("vllm:generation_tokens", "Generated tokens.", m.generation_tokens_total),
+                ("vllm:prompt_tokens", "Prefilled prompt tokens.", m.prompt_tokens_total),
+                ("vllm:prefix_cache_queries", "Prompt tokens looked up.", m.prefix_cache_queries_total),
+                ("vllm:prefix_cache_hits", "Prompt tokens found cached.", m.prefix_cache_hits_total),
+                ("goodput_sim:steps", "Engine steps.", m.steps_total),
+                ("goodput_sim:injected_errors", "Requests failed by error_rate.", engine.errors_injected),
+                ("goodput_sim:refused", "Requests refused by max_queue.", engine.refused),
+                ("goodput_sim:dropped_streams", "Streams cut by drop_prob.", engine.drops),
+                ("goodput_sim:stalled_streams", "Streams stalled by stall_prob.", engine.stalls),
+            ):
+                c = CounterMetricFamily(name, doc, labels=["model_name"])
+                c.add_metric(lbl, value)
+                yield c
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector())  # type: ignore[arg-type]
+    return registry
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Flags: server options plus one ``--kebab-case`` flag per :class:`SimProfile` knob."""
+    ap = argparse.ArgumentParser(prog="pytest-goodput sim", description="Run the engine simulator.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default=None)
+    ap.add_argument("--trace", default=None, help="append intended/actual token write times (JSONL)")
+    for fname, f in SimProfile.model_fields.items():
+        if fname == "preset":
+            continue
+        flag = "--" + fname.replace("_", "-")
+        kind = {bool: None, int: int, float: float, str: str}.get(type(f.default))
+        if fname in ("max_queue", "error_status", "queue_full_status"):
+            kind = int
+        helptext = f"{f.description} (env GOODPUT_SIM_{fname.upper()})"
+        if kind is None:
+            ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
+        else:
+            ap.add_argument(flag, type=kind, default=None, help=helptext)
+    return ap
+
+
+async def _serve(profile: SimProfile, host: str, port: int, trace: Optional[str]) -> None:
+    import uvicorn
+
+    engine = SimEngine(profile, trace)
+    engine.start()
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    config = uvicorn.Config(build_app(engine), log_level="warning", access_log=False,
+                            lifespan="off", loop="none", http="httptools", backlog=1024)
+    server = uvicorn.Server(config)
+    logging.getLogger("uvicorn.error").addFilter(_DropFilter())
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.005)
+    if server.started:
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        sys.stdout.write(f"http://{shown}:{bound}/v1\n")
+        sys.stdout.flush()
+    try:
+        await task
+    finally:
+        await engine.stop()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``pytest-goodput sim``: serve until SIGINT/SIGTERM; first stdout line is the base URL."""
+    args = vars(build_parser().parse_args(argv))
+    host, port, trace = args.pop("host"), args.pop("port"), args.pop("trace")
+    try:
+        profile = profile_from_env_and_args(args)
+    except SimProfileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:  # pragma: no cover - Windows
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(_serve(profile, host, port, trace))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        loop.close()
+    return 0
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
