@@ -371,3 +371,19 @@ def test_throughput_interval() -> None:
 def test_nearest_rank_is_exact_at_whole_ranks() -> None:
     # 0.9 * 10 is 9.000000000000002 in floating point; the rank is still the 9th
     assert nearest_rank([float(i) for i in range(1, 11)], 90) == 9.0
+
+
+def test_worked_example_of_docs_frontiers_md() -> None:
+    base = [pt(80, 75, 1), pt(50, 190, 4), pt(25, 560, 16), pt(12.5, 540, 32), pt(10, 900, 64)]
+    cur = [pt(85, 70, 1), pt(52, 200, 4), pt(26, 520, 16), pt(12, 950, 64)]
+    assert xy(pareto_frontier(base)) == [(10, 900), (25, 560), (50, 190), (80, 75)]
+    plain = compare_frontiers(base, cur, 0.05)
+    assert [r.ratio for r in plain.points] == pytest.approx([950 / 900, 520 / 560, 200 / 190, 70 / 75])
+    assert [r.verdict for r in plain.points] == ["improved", "regressed", "improved", "regressed"]
+    noisy = compare_frontiers(base, cur, 0.05, noise=lambda p, side: 0.03)
+    assert [r.verdict for r in noisy.points] == ["pass", "inconclusive", "pass", "inconclusive"]
+    assert noisy.points[1].interval == pytest.approx((0.8745, 0.9860), abs=1e-4)
+    tight = compare_frontiers(base, cur, 0.05, noise=lambda p, side: 0.01)
+    assert [r.verdict for r in tight.points] == ["pass", "regressed", "pass", "inconclusive"]
+    assert tight.points[1].interval[1] == pytest.approx(0.9473, abs=1e-4)
+    assert tight.verdict == "regressed" and tight.worst is not None and tight.worst.interactivity == 25
