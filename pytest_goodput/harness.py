@@ -1,0 +1,72 @@
+"""The object behind the ``goodput`` fixture: run the test's scenario, once, gated.
+
+``run()`` makes the gated measurement (the marker's spec, with keyword overrides);
+``measure()`` makes extra, ungated ones. A marked test that never calls ``run()`` is run
+by the plugin after its body.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .engine import Engine
+from .results import RunResult
+from .runner import Measurement, measure
+from .session import GoodputSession
+from .spec import ScenarioSpec, build_spec
+
+
+class GoodputHarness:
+    def __init__(
+        self,
+        session: GoodputSession,
+        nodeid: str,
+        marker_args: dict[str, Any],
+        engine_getter: Any,
+    ) -> None:
+        self._session = session
+        self._nodeid = nodeid
+        self._marker_args = marker_args
+        self._engine_getter = engine_getter
+        self.spec: Optional[ScenarioSpec] = None
+        self.measurement: Optional[Measurement] = None
+        self.engine: Optional[Engine] = None
+
+    def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
+        args = {**self._marker_args, **overrides}
+        spec = build_spec(args, where=self._nodeid)
+        return spec.scaled(self._session.settings.scale)
+
+    def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Measurement:
+        eng = engine or self._engine_getter()
+        from .report.progress import Progress
+
+        total = (spec.requests or 0) + spec.warmup_requests
+        if spec.scenario == "sweep" and spec.sweep:
+            total *= len(spec.sweep)
+        bar = Progress(total=total or None, label=self._nodeid.rpartition("::")[2])
+        try:
+            m = measure(spec, eng, progress=lambda done, _total: bar.update(done))
+        finally:
+            bar.close()
+        self.engine = eng
+        return m
+
+    def run(self, engine: Optional[Engine] = None, **overrides: Any) -> RunResult:
+        """Run the gated scenario (marker arguments, overridden by keywords) and return it."""
+        if self.measurement is not None:
+            raise RuntimeError(
+                "goodput.run() was already called in this test; one gated scenario per test "
+                "(use goodput.measure() for extra, ungated runs)"
+            )
+        self.spec = self._spec(overrides)
+        self.measurement = self._measure(self.spec, engine)
+        return self.measurement.result
+
+    def measure(self, engine: Optional[Engine] = None, **overrides: Any) -> Measurement:
+        """An extra, ungated measurement (not compared, not recorded)."""
+        return self._measure(self._spec(overrides), engine)
+
+    @property
+    def result(self) -> Optional[RunResult]:
+        return self.measurement.result if self.measurement else None

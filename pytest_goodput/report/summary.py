@@ -1,0 +1,56 @@
+"""A plain table of one run's numbers, for the CLI (``python -m pytest_goodput run``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..results import Distribution, RunResult
+
+
+def _f(v: Optional[float], digits: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def render_result(result: RunResult) -> str:
+    from tabulate import tabulate
+
+    spec = result.spec
+    load = ", ".join(f"{k}={v:g}" for k, v in result.load.items()) or "-"
+    head = [
+        ["scenario", spec.scenario],
+        ["load", load],
+        ["requests (measured / ok)", f"{result.issued} / {result.completed}"],
+        ["window", f"{result.window.seconds:.2f} s"],
+        ["throughput", f"{_f(result.throughput.requests_per_s, 2)} req/s, "
+         f"{_f(result.throughput.output_tokens_per_s)} out tok/s, "
+         f"{_f(result.throughput.total_tokens_per_s)} total tok/s"],
+        ["output tokens counted by", result.token_count_source
+         + (" (approximate)" if result.token_count_source == "chunks" else "")],
+    ]
+    g = result.goodput
+    if g is not None:
+        head.append(["goodput", f"{_f(g.requests_per_s, 2)} req/s, {_f(g.tokens_per_s)} tok/s, "
+                     f"attainment {g.attainment:.1%} (target {g.target:.0%}: "
+                     f"{'met' if g.met else 'NOT met'})"])
+    if result.failures:
+        head.append(["failures", ", ".join(f"{k}={v}" for k, v in result.failures.items())])
+    c = result.client
+    head.append(["client", ("valid" if c.valid else "INVALID: " + "; ".join(c.reasons))
+                 + f" (cpu {c.cpu_utilization:.0%}, send lag p99 {_f(result.send_lag_ms.p99, 2)} ms)"])
+    out = [tabulate(head, tablefmt="plain")]
+
+    def row(name: str, d: Distribution) -> list[str]:
+        return [name, str(d.count)] + [_f(getattr(d, k), 2) for k in ("mean", "p50", "p90", "p95", "p99", "max")]
+
+    m = result.metrics
+    rows = [row("TTFT ms", m.ttft_ms), row("TPOT ms", m.tpot_ms), row("ITL ms", m.itl_ms),
+            row("E2E ms", m.e2e_ms), row("send lag ms", result.send_lag_ms)]
+    out.append(tabulate(rows, headers=["metric", "n", "mean", "p50", "p90", "p95", "p99", "max"],
+                        tablefmt="simple", disable_numparse=True))
+    if result.percentile_slos:
+        slo_rows = [[c.name, _f(c.limit_ms), _f(c.value_ms, 2), "ok" if c.ok else "FAILED",
+                     "yes" if c.proven else f"no (needs {c.requests_needed})"]
+                    for c in result.percentile_slos]
+        out.append(tabulate(slo_rows, headers=["SLO", "limit", "value", "status", "proven (99%)"],
+                            tablefmt="simple", disable_numparse=True))
+    return "\n\n".join(out)

@@ -1,0 +1,196 @@
+"""The gate's state for one pytest session (kept in ``config.stash``).
+
+Owns the session's engine, judges each test's measurement against its baseline, records
+baselines in update mode, and writes the session's reports at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from . import baseline as store
+from .engine import Engine
+from .fingerprint import collect
+from .gate import build_outcome, fails, key_metrics
+from .outcome import TestOutcome
+from .results import Samples
+from .runner import Measurement
+from .settings import Settings
+from .spec import ScenarioSpec
+
+
+class GoodputSession:
+    def __init__(self, settings: Settings, rootdir: Path) -> None:
+        self.settings = settings
+        self.rootdir = rootdir
+        self._engine: Optional[Engine] = None
+        self._extra_engines: list[Engine] = []
+        self.outcomes: list[TestOutcome] = []
+        self.measurements: dict[str, Measurement] = {}
+        self.errors: list[str] = []
+        self.written: list[Path] = []
+        self.skipped_writes: list[str] = []
+        self.collected_nodeids: set[str] = set()
+        self.collected_modules: set[str] = set()
+
+    # --- engines -------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        """The session's engine, started on first use (so ``--co`` starts nothing)."""
+        if self._engine is None:
+            from .engine import select
+
+            s = self.settings
+            self._engine = select(
+                url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env
+            )
+        return self._engine
+
+    def start_engine(self, *, serve: Optional[str] = None, url: Optional[str] = None,
+                     model: Optional[str] = None, **sim_knobs: object) -> Engine:
+        """A further engine for one test (e.g. a deliberately slowed simulator)."""
+        from . import engine as eng
+
+        s = self.settings
+        if url:
+            e = eng.attach(url, model or s.model, s.api_key_env)
+        elif serve:
+            e = eng.launch(serve, model or s.model, s.api_key_env)
+        else:
+            e = eng.simulator(model, **sim_knobs)
+        self._extra_engines.append(e)
+        return e
+
+    def close(self) -> None:
+        for e in self._extra_engines:
+            e.close()
+        self._extra_engines.clear()
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    # --- judging -------------------------------------------------------------------------
+    @property
+    def baseline_dir(self) -> Path:
+        p = Path(self.settings.baseline_dir)
+        return p if p.is_absolute() else self.rootdir / p
+
+    def judge(
+        self,
+        nodeid: str,
+        location: Optional[tuple[str, int]],
+        spec: ScenarioSpec,
+        m: Measurement,
+        engine: Engine,
+    ) -> TestOutcome:
+        """Gate one test's measurement; in update mode also record it as the new baseline."""
+        s = self.settings
+        env = collect(
+            model=engine.model or "?",
+            spec_hash=spec.identity_hash(),
+            hardware=s.hardware,
+            engine=engine.provenance,
+            cwd=str(self.rootdir),
+        )
+        path = store.path_for(self.baseline_dir, nodeid)
+        use_store = s.compare or s.update
+        base = None
+        if use_store:
+            try:
+                base = store.load(path)
+            except store.BaselineError as exc:
+                outcome = TestOutcome(
+                    nodeid=nodeid, location=location, scenario=spec.scenario, error=str(exc)
+                )
+                self.outcomes.append(outcome)
+                return outcome
+        outcome = build_outcome(
+            nodeid=nodeid,
+            location=location,
+            spec=spec,
+            results=m.runs,
+            current_env=env,
+            baseline=base,
+            compare_enabled=use_store,
+            strict=s.strict,
+            default_tolerance=s.tolerance,
+        )
+        if m.frontier is not None:
+            outcome = outcome.model_copy(update={"frontier": self._frontier_view(m, base)})
+        if s.update:
+            outcome = self._record(path, nodeid, spec, m, env, base, outcome)
+        self.outcomes.append(outcome)
+        self.measurements[nodeid] = m
+        return outcome
+
+    def _frontier_view(self, m: Measurement, base: Optional[store.BaselineFile]) -> dict:
+        view = dict(m.frontier or {})
+        if base is not None and base.runs and base.latest.frontier is not None:
+            from .frontier import FrontierPoint, compare_frontiers
+
+            b = [FrontierPoint.model_validate(p) for p in base.latest.frontier]
+            c = [FrontierPoint.model_validate(p) for p in view.get("frontier", [])]
+            view["baseline"] = base.latest.frontier
+            view["comparison"] = compare_frontiers(b, c, self.settings.tolerance or 0.05).model_dump(
+                mode="json"
+            )
+        return view
+
+    def _record(self, path: Path, nodeid: str, spec: ScenarioSpec, m: Measurement, env,
+                base: Optional[store.BaselineFile], outcome: TestOutcome) -> TestOutcome:
+        if not outcome.client_valid:
+            self.skipped_writes.append(f"{nodeid}: client set the pace, baseline not recorded")
+            return outcome
+        run = store.BaselineRun(
+            recorded_at=store.now_iso(),
+            environment=env,
+            summary=key_metrics(m.result),
+            samples=[Samples.from_records(r.requests, r.window.seconds) for r in m.runs],
+            frontier=(m.frontier or {}).get("frontier"),
+        )
+        store.record(
+            path,
+            nodeid=nodeid,
+            spec=spec.model_dump(mode="json"),
+            spec_hash=spec.identity_hash(),
+            run=run,
+            existing=base,
+            history=self.settings.history,
+        )
+        self.written.append(path)
+        return outcome.model_copy(update={"baseline_status": "updated"})
+
+    def fails(self, outcome: TestOutcome) -> bool:
+        """In update mode regressions are recorded, not failed; SLOs and errors still fail."""
+        if self.settings.update:
+            return bool(outcome.error or outcome.slo_failed or not outcome.client_valid)
+        return fails(outcome, self.settings.strict)
+
+    # --- end of session ------------------------------------------------------------------
+    def unused_baselines(self) -> list[Path]:
+        """Baselines of collected test modules whose test no longer exists."""
+        unused = []
+        for nodeid, path in store.find_all(self.baseline_dir).items():
+            module = nodeid.partition("::")[0]
+            if module in self.collected_modules and nodeid not in self.collected_nodeids:
+                unused.append(path)
+        return unused
+
+    def write_json(self, path: Path) -> None:
+        doc = {
+            "schema_version": 1,
+            "tests": [
+                {
+                    "outcome": o.model_dump(mode="json"),
+                    "runs": [
+                        r.model_dump(mode="json") for r in self.measurements[o.nodeid].runs
+                    ]
+                    if o.nodeid in self.measurements
+                    else [],
+                }
+                for o in self.outcomes
+            ],
+        }
+        store.write_atomic(path, json.dumps(doc, indent=1) + "\n")
