@@ -1,0 +1,237 @@
+"""The terminal summary table and the message a failing test shows (pure: returns strings).
+
+Terminal symbols are single-width characters (✓ ✗ ? + ≠ !) rather than the emoji the
+Markdown report uses: emoji are two columns wide in most terminals and would misalign the
+table. ``ascii=True`` swaps them for plain ASCII on terminals without Unicode.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, TextIO
+
+from ..outcome import MetricComparison, SLOOutcome, TestOutcome
+from . import (
+    NOTEWORTHY,
+    STATUSES,
+    fmt_change,
+    fmt_interval,
+    fmt_percent,
+    fmt_value,
+    key_metric_values,
+    metric_info,
+    metric_label,
+    sorted_comparisons,
+    sorted_outcomes,
+    status_counts,
+    worst_comparison,
+)
+
+STATUS_SYMBOL = {
+    "passed": "✓", "regressed": "✗", "inconclusive": "?", "new": "+",
+    "slo-failed": "✗", "invalid": "!", "error": "✗", "incomparable": "≠",
+}
+STATUS_ASCII = {
+    "passed": "ok", "regressed": "XX", "inconclusive": "??", "new": "++",
+    "slo-failed": "XX", "invalid": "!!", "error": "XX", "incomparable": "!=",
+}
+VERDICT_SYMBOL = {
+    "pass": "✓", "improved": "✓", "regressed": "✗", "inconclusive": "?", "new": "+", "incomparable": "≠",
+}
+VERDICT_ASCII = {
+    "pass": "ok", "improved": "ok", "regressed": "XX", "inconclusive": "??", "new": "++", "incomparable": "!=",
+}
+
+#: Key-metric columns of the summary, dropped from the right when the terminal is narrow.
+SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("goodput.requests_per_s", "goodput req/s"),
+    ("throughput.output_tokens_per_s", "out tok/s"),
+    ("metrics.ttft_ms.p99", "TTFT P99 ms"),
+    ("metrics.tpot_ms.p99", "TPOT P99 ms"),
+    ("goodput.attainment", "attain"),
+)
+_MIN_NAME = 24
+
+
+def supports_unicode(stream: Optional[TextIO]) -> bool:
+    """Whether ``stream`` can encode the report's symbols (False means: use ``ascii=True``)."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        "✓✗≠–…".encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _status(status: str, ascii: bool) -> str:
+    return f"{(STATUS_ASCII if ascii else STATUS_SYMBOL).get(status, '?')} {status}"
+
+
+def _verdict(verdict: str, ascii: bool) -> str:
+    return f"{(VERDICT_ASCII if ascii else VERDICT_SYMBOL).get(verdict, '?')} {verdict}"
+
+
+def _shorten(name: str, limit: int, ascii: bool) -> str:
+    """Keep the end of a node id (the test name) when it must be cut."""
+    if len(name) <= limit:
+        return name
+    mark = "..." if ascii else "…"
+    return mark + name[len(name) - (limit - len(mark)):]
+
+
+def _summary_table(outcomes: list[TestOutcome], columns, name_limit: Optional[int], ascii: bool) -> str:
+    from tabulate import tabulate  # lazy: only when a report is rendered
+
+    missing = "-" if ascii else "–"
+    headers = ["test", "scenario", *(h for _, h in columns), "worst metric", "baseline", "current", "change", "verdict"]
+    rows = []
+    for o in outcomes:
+        km = key_metric_values(o)
+        name = o.nodeid if name_limit is None else _shorten(o.nodeid, name_limit, ascii)
+        row = [name, o.scenario]
+        for path, _ in columns:
+            row.append(fmt_value(km.get(path), metric_info(path)[1], missing))
+        w = worst_comparison(o)
+        if w is None:
+            row += [missing, missing, missing, missing]
+        else:
+            unit = metric_info(w.metric)[1]
+            row += [
+                metric_label(w.metric, with_unit=False),
+                fmt_value(w.baseline, unit, missing),
+                fmt_value(w.current, unit, missing),
+                fmt_change(w.change, missing),
+            ]
+        row.append(_status(o.status, ascii))
+        rows.append(row)
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+
+
+def _width_of(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _headline(outcomes: list[TestOutcome]) -> str:
+    counts = status_counts(outcomes)
+    parts = [f"{counts[s]} {s}" for s in STATUSES if counts.get(s)]
+    n = len(outcomes)
+    return f"goodput: {n} test{'s' if n != 1 else ''}" + (f" - {', '.join(parts)}" if parts else "")
+
+
+def _metric_table(comparisons: list[MetricComparison], ascii: bool) -> str:
+    from tabulate import tabulate
+
+    missing = "-" if ascii else "–"
+    rows = []
+    for c in comparisons:
+        unit = metric_info(c.metric)[1]
+        rows.append([
+            metric_label(c.metric),
+            fmt_value(c.baseline, unit, missing),
+            fmt_value(c.current, unit, missing),
+            fmt_change(c.change, missing),
+            fmt_interval(c.interval, missing),
+            _verdict(c.verdict, ascii),
+            c.note,
+        ])
+    headers = ["metric", "baseline", "current", "change", "interval", "verdict", "note"]
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+
+
+def _detail(o: TestOutcome, ascii: bool) -> list[str]:
+    lines = [f"{_status(o.status, ascii)}: {o.nodeid} (scenario {o.scenario})"]
+    if o.error:
+        lines.append(f"  error: {o.error}")
+    if o.comparisons:
+        lines += ["  " + line for line in _metric_table(sorted_comparisons(o), ascii).splitlines()]
+    lines += [f"  {line}" for line in _problem_lines(o, ascii)]
+    return lines
+
+
+def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, ascii: bool = False) -> str:
+    """One row per goodput test (its worst metric), then details of every test needing a look.
+
+    ``width`` (terminal columns) drops key-metric columns from the right, then shortens
+    node ids, until the table fits.
+    """
+    ordered = sorted_outcomes(outcomes)
+    if not ordered:
+        return "goodput: no goodput tests ran"
+    columns = [
+        (path, head)
+        for path, head in SUMMARY_COLUMNS
+        if any(key_metric_values(o).get(path) is not None for o in ordered)
+    ]
+    table = _summary_table(ordered, columns, None, ascii)
+    while width is not None and _width_of(table) > width and columns:
+        columns.pop()
+        table = _summary_table(ordered, columns, None, ascii)
+    if width is not None and _width_of(table) > width:
+        longest = max(len(o.nodeid) for o in ordered)
+        limit = max(_MIN_NAME, longest - (_width_of(table) - width))
+        table = _summary_table(ordered, columns, limit, ascii)
+    parts = [_headline(ordered), table]
+    for o in ordered:
+        if o.status in NOTEWORTHY:
+            parts.append("\n".join(_detail(o, ascii)))
+    return "\n\n".join(parts)
+
+
+def _slo_line(s: SLOOutcome) -> str:
+    label, unit = metric_info(s.name)
+    limit = fmt_value(s.limit, unit, with_unit=True)
+    value = fmt_value(s.value, unit, missing="no value", with_unit=True)
+    proof = ""
+    if s.proven is not None and not s.note:
+        proof = "; proven" if s.proven else "; not proven"
+    state = "held" if s.ok else "BROKEN"
+    text = f"SLO {label} {state}: limit {limit}, value {value}{proof}"
+    return text + (f" - {s.note}" if s.note else "")
+
+
+def _comparison_line(c: MetricComparison, arrow: str) -> str:
+    unit = metric_info(c.metric)[1]
+    label = metric_label(c.metric, with_unit=False)
+    base = fmt_value(c.baseline, unit, missing="none")
+    cur = fmt_value(c.current, unit, missing="none", with_unit=True)
+    bits = [f"change {fmt_change(c.change)}"]
+    if c.interval is not None:
+        bits.append(f"interval {fmt_interval(c.interval)}")
+    bits.append(f"tolerance {fmt_percent(c.tolerance)}")
+    if c.method:
+        bits.append(f"method {c.method}")
+    text = f"{c.verdict}: {label} {base} {arrow} {cur} ({'; '.join(bits)})"
+    return text + ("\n  note: " + c.note.replace("\n", "\n        ") if c.note else "")
+
+
+def _problem_lines(o: TestOutcome, ascii: bool) -> list[str]:
+    """SLOs, client validity, comparability and provenance changes, one fact per line."""
+    arrow = "->" if ascii else "→"
+    lines = [_slo_line(s) for s in o.slos if not s.ok or s.proven is False]
+    if not o.client_valid:
+        reasons = "; ".join(o.client_reasons) or "no reason recorded"
+        lines.append(f"invalid run - the load generator, not the server, set the pace: {reasons}")
+    if o.incomparable_reasons:
+        lines.append("not compared with the baseline: " + "; ".join(o.incomparable_reasons))
+    if o.what_changed:
+        changes = "; ".join(
+            f"{k} {old or 'unset'} {arrow} {new or 'unset'}" for k, (old, new) in sorted(o.what_changed.items())
+        )
+        lines.append(f"what changed since the baseline: {changes}")
+    return lines
+
+
+def failure_message(outcome: TestOutcome) -> str:
+    """The readable explanation a failed (or doubtful) goodput test shows in pytest's output."""
+    o = outcome
+    lines = [f"goodput {o.status}: {o.nodeid} (scenario {o.scenario})"]
+    if o.error:
+        lines.append(f"error: {o.error}")
+    for c in sorted_comparisons(o):
+        if c.verdict in ("regressed", "inconclusive"):
+            lines.append(_comparison_line(c, "->"))
+    lines += _problem_lines(o, ascii=True)
+    if o.status == "new":
+        lines.append("no baseline stored for this test yet")
+    elif o.status == "passed" and len(lines) == 1:
+        lines.append("every gated metric and SLO held")
+    return "\n".join(lines)
