@@ -1,0 +1,192 @@
+"""Verdict engine: metric recomputation and verdicts on synthetic samples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_goodput.metrics import summarize
+from pytest_goodput.outcome import MetricComparison
+from pytest_goodput.results import ClientHealth, RequestRecord, Samples
+from pytest_goodput.spec import ScenarioSpec
+from pytest_goodput.verdicts import (
+    DEFAULT_METRICS,
+    MetricDef,
+    compare,
+    compare_metric,
+    decide,
+    gate_fails,
+    metric_value,
+)
+
+
+def _records() -> list[RequestRecord]:
+    """Ten hand-made requests: one warm-up, one HTTP failure, one too slow for the TTFT SLO."""
+    rows = [  # (sent, ttft_ms, tpot_ms, e2e_ms, out, prompt)
+        (0.0, 100.0, 20.0, 1360.0, 64, 128),
+        (0.1, 120.0, 22.0, 1506.0, 64, 128),
+        (0.2, 90.0, 18.0, 1224.0, 64, 130),
+        (0.3, 600.0, 25.0, 2175.0, 64, 128),  # TTFT over 500 ms: not good
+        (0.4, 110.0, 21.0, 1433.0, 64, 127),
+        (0.5, 95.0, None, 95.0, 1, 128),  # one token: TPOT undefined
+        (0.6, 130.0, 30.0, 2020.0, 64, 128),
+        (0.7, 105.0, 19.0, 1302.0, 64, 126),
+    ]
+    recs = [
+        RequestRecord(index=i, ok=True, scheduled_at=s, sent_at=s, first_token_at=s + t / 1e3,
+                      end_at=s + e / 1e3, ttft_ms=t, tpot_ms=p, e2e_ms=e, output_tokens=o,
+                      prompt_tokens=pr, token_count_source="usage")
+        for i, (s, t, p, e, o, pr) in enumerate(rows)
+    ]
+    recs.append(RequestRecord(index=8, ok=False, error_kind="http_status", http_status=500,
+                              scheduled_at=0.8, sent_at=0.8, end_at=0.85))
+    recs.append(RequestRecord(index=9, ok=True, warmup=True, scheduled_at=-1.0, sent_at=-1.0,
+                              end_at=-0.5, ttft_ms=1.0, tpot_ms=1.0, e2e_ms=500.0, output_tokens=64))
+    return recs
+
+
+def test_metric_value_agrees_with_summarize() -> None:
+    spec = ScenarioSpec(scenario="server", rate=10.0, ttft_ms=500.0, tpot_ms=40.0, requests=9)
+    run = summarize(_records(), spec, ClientHealth(valid=True, cpu_utilization=0.1))
+    samples = Samples.from_records([r for r in run.requests], run.window.seconds)
+    assert run.window.seconds == pytest.approx(2.02 + 0.6)
+    expect = {
+        "goodput.requests_per_s": run.goodput.requests_per_s,
+        "goodput.tokens_per_s": run.goodput.tokens_per_s,
+        "goodput.attainment": run.goodput.attainment,
+        "throughput.requests_per_s": run.throughput.requests_per_s,
+        "throughput.output_tokens_per_s": run.throughput.output_tokens_per_s,
+        "throughput.total_tokens_per_s": run.throughput.total_tokens_per_s,
+    }
+    for lat in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        dist = getattr(run.metrics, lat)
+        for stat in ("p50", "p90", "p95", "p99", "mean", "max"):
+            expect[f"metrics.{lat}.{stat}"] = getattr(dist, stat)
+    for path, value in expect.items():
+        assert metric_value(samples, path) == pytest.approx(value), path
+    # Hand-computed: 7 good of 9 issued; P50 TTFT of the 8 successes is the 4th: 105.
+    assert metric_value(samples, "goodput.attainment") == pytest.approx(7 / 9)
+    assert metric_value(samples, "metrics.ttft_ms.p50") == 105.0
+    assert metric_value(samples, "metrics.ttft_ms.p99") == 600.0
+
+
+def test_metric_value_edges() -> None:
+    empty = Samples(window_s=0.0, ok=[], ttft_ms=[], tpot_ms=[], e2e_ms=[], output_tokens=[], prompt_tokens=[])
+    assert metric_value(empty, "metrics.ttft_ms.p99") is None
+    assert metric_value(empty, "goodput.attainment") is None
+    assert metric_value(empty, "throughput.requests_per_s") == 0.0
+    nan = Samples(window_s=1.0, ok=[True, True], ttft_ms=[float("nan"), 5.0], tpot_ms=[None, None],
+                  e2e_ms=[1.0, 2.0], output_tokens=[1, 1], prompt_tokens=[None, None])
+    assert metric_value(nan, "metrics.ttft_ms.p99") == 5.0
+    assert metric_value(nan, "metrics.tpot_ms.p50") is None
+    with pytest.raises(ValueError):
+        metric_value(nan, "metrics.bogus.p99")
+
+
+def _run(rng: np.random.Generator, n: int = 300, scale: float = 1.0, pgood: float = 0.95) -> Samples:
+    ttft = rng.lognormal(math.log(100.0), 0.3, n) * scale
+    tpot = rng.lognormal(math.log(20.0), 0.1, n) * scale
+    good = rng.random(n) < pgood
+    return Samples(window_s=60.0, ok=[True] * n, good=good.tolist(), ttft_ms=ttft.tolist(),
+                   tpot_ms=tpot.tolist(), e2e_ms=(ttft + 63 * tpot).tolist(), output_tokens=[64] * n,
+                   prompt_tokens=[128] * n)
+
+
+def _by_metric(cs: list[MetricComparison]) -> dict[str, MetricComparison]:
+    return {c.metric: c for c in cs}
+
+
+def test_identical_runs_pass() -> None:
+    rng = np.random.default_rng(7)
+    base = [_run(rng) for _ in range(3)]
+    cs = compare(base, [base[-1]], DEFAULT_METRICS.values())
+    assert len(cs) == len(DEFAULT_METRICS)
+    for c in cs:
+        assert c.verdict == "pass", c
+        assert c.change == pytest.approx(0.0, abs=0.2)
+        assert c.interval[0] < 0.0 < c.interval[1] or c.change == 0.0
+    assert not gate_fails(cs, strict=True)
+
+
+def test_clear_drop_with_many_samples_regresses() -> None:
+    rng = np.random.default_rng(11)
+    base = [_run(rng, n=1000) for _ in range(3)]
+    cur = [_run(rng, n=1000, scale=1.3, pgood=0.95 * 0.7)]
+    cs = _by_metric(compare(base, cur, DEFAULT_METRICS.values()))
+    for path in ("goodput.requests_per_s", "goodput.attainment", "metrics.ttft_ms.p99",
+                 "metrics.tpot_ms.p99", "metrics.e2e_ms.p50"):
+        assert cs[path].verdict == "regressed", cs[path]
+    assert cs["goodput.requests_per_s"].change == pytest.approx(-0.3, abs=0.05)
+    assert cs["goodput.requests_per_s"].interval[1] < 0
+    assert cs["throughput.output_tokens_per_s"].verdict == "pass"  # same tokens in the same window
+    assert "run-to-run CV" in cs["goodput.attainment"].note
+    assert gate_fails(cs.values(), strict=False)
+
+
+def test_small_sample_drop_is_inconclusive() -> None:
+    n = 40
+    base = Samples(window_s=10.0, ok=[True] * n, good=[True] * 36 + [False] * 4, ttft_ms=[1.0] * n,
+                   tpot_ms=[1.0] * n, e2e_ms=[1.0] * n, output_tokens=[10] * n, prompt_tokens=[1] * n)
+    cur = base.model_copy(update={"good": [True] * 32 + [False] * 8})  # 0.9 -> 0.8: 11 % drop
+    c = compare_metric(DEFAULT_METRICS["goodput.requests_per_s"], [base], [cur])
+    assert c.change == pytest.approx(32 / 36 - 1)
+    assert c.verdict == "inconclusive"
+    assert "single baseline run" in c.note
+    assert gate_fails([c], strict=True) and not gate_fails([c], strict=False)
+
+
+def test_improvement_is_improved() -> None:
+    rng = np.random.default_rng(13)
+    base = [_run(rng, n=1000) for _ in range(3)]
+    cur = [_run(rng, n=1000, scale=0.7)]
+    cs = _by_metric(compare(base, cur, DEFAULT_METRICS.values()))
+    assert cs["metrics.e2e_ms.p50"].verdict == "improved"
+    assert cs["metrics.tpot_ms.p99"].verdict == "improved"
+    assert not gate_fails(cs.values(), strict=True)
+
+
+def test_edge_cases() -> None:
+    rng = np.random.default_rng(17)
+    base = _run(rng, n=50)
+    failed = Samples(window_s=5.0, ok=[False] * 10, good=[False] * 10, ttft_ms=[None] * 10,
+                     tpot_ms=[None] * 10, e2e_ms=[None] * 10, output_tokens=[0] * 10, prompt_tokens=[None] * 10)
+    c = compare_metric(DEFAULT_METRICS["metrics.ttft_ms.p99"], [base], [failed])
+    assert c.verdict == "regressed" and "no successful requests" in c.note
+    c = compare_metric(DEFAULT_METRICS["goodput.requests_per_s"], [base], [failed])
+    assert c.verdict == "regressed" and c.current == 0.0
+    c = compare_metric(DEFAULT_METRICS["goodput.requests_per_s"], [failed], [base])
+    assert c.verdict == "improved" and "baseline is 0" in c.note
+    c = compare_metric(DEFAULT_METRICS["goodput.requests_per_s"], [failed], [failed])
+    assert c.verdict == "pass"
+    no_good = base.model_copy(update={"good": None})
+    c = compare_metric(DEFAULT_METRICS["goodput.attainment"], [no_good], [base])
+    assert c.verdict == "new"
+    assert compare([no_good], [no_good], [DEFAULT_METRICS["goodput.attainment"]]) == []
+    with pytest.raises(ValueError):
+        compare_metric(DEFAULT_METRICS["goodput.attainment"], [base], [])
+
+
+@pytest.mark.parametrize(
+    ("direction", "change", "interval", "verdict"),
+    [("higher", -0.10, (-0.15, -0.05), "regressed"), ("higher", -0.10, (-0.2, 0.01), "inconclusive"),
+     ("higher", -0.03, (-0.05, -0.01), "pass"), ("higher", 0.10, (0.05, 0.15), "improved"),
+     ("lower", 0.25, (0.1, 0.4), "regressed"), ("lower", -0.25, (-0.4, -0.1), "improved"),
+     ("lower", 0.25, (-0.1, 0.6), "inconclusive")],
+)
+def test_decide_rule(direction: str, change: float, interval: tuple[float, float], verdict: str) -> None:
+    assert decide(direction, change, interval, 0.05) == verdict
+
+
+def test_decide_tolerance_rule_is_stricter() -> None:
+    assert decide("higher", -0.10, (-0.15, -0.03), 0.05, "zero") == "regressed"
+    assert decide("higher", -0.10, (-0.15, -0.03), 0.05, "tolerance") == "inconclusive"
+
+
+def test_custom_metric_def() -> None:
+    rng = np.random.default_rng(19)
+    base = [_run(rng) for _ in range(2)]
+    d = MetricDef("metrics.ttft_ms.mean", "lower", 0.05)
+    c = compare_metric(d, base, [_run(rng, scale=1.5)])
+    assert c.verdict == "regressed" and c.method.startswith("bootstrap")
