@@ -1,0 +1,478 @@
+"""Start an OpenAI-compatible engine as a subprocess, wait until it serves, tear it all down.
+
+Why this is more than ``Popen``: an engine that dies at start must fail the test with its own
+words (the log tail), a port taken by someone else must not be mistaken for our engine being
+ready, and no engine process may outlive the test run — not on ``close()``, not at interpreter
+exit, and not when the parent is killed outright. The engine runs in its own session (process
+group), which ``close()`` signals as a whole; a tiny watchdog process, holding a pipe from the
+parent, tears the group down when that pipe closes because the parent died.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from typing import IO, Mapping, Optional, Sequence
+
+__all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]
+
+PORT_PLACEHOLDER = "{port}"
+_TAIL_LINES = 40
+_CLASH_PATTERNS = re.compile(
+    r"address already in use|eaddrinuse|errno 98|address in use|couldn'?t bind|"
+    r"failed to bind|bind failed|port .* (is )?(already )?in use",
+    re.IGNORECASE,
+)
+_URL_LINE = re.compile(r"^\s*(https?://\S+)\s*$")
+
+# Runs in its own session; EOF on stdin without a "closed" byte means the parent is gone.
+_WATCHDOG = r"""
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+data = sys.stdin.buffer.read()
+if data:
+    sys.exit(0)
+def alive():
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+try:
+    os.killpg(pgid, signal.SIGTERM)
+except ProcessLookupError:
+    sys.exit(0)
+deadline = time.monotonic() + grace
+while alive() and time.monotonic() < deadline:
+    time.sleep(0.05)
+if alive():
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+"""
+
+
+class EngineStartError(RuntimeError):
+    """The engine exited, clashed on its port, or was not ready in time; the message says which."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (bind to port 0, read it, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something listens on ``host:port`` (a bind with SO_REUSEADDR fails)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _tail(path: str, n: int = _TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:]) if lines else "(log is empty)"
+
+
+def _normalize_base_url(url: str) -> str:
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+class LaunchedEngine:
+    """A running engine: ``base_url`` (ends with ``/v1``), ``pid``, ``log_path``; close it once."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        *,
+        cmd: list[str],
+        base_url: str,
+        log_path: str,
+        port: Optional[int],
+        watchdog: Optional[subprocess.Popen[bytes]],
+        grace_s: float,
+    ) -> None:
+        self._proc = proc
+        self.cmd = cmd
+        self.base_url = base_url
+        self.log_path = log_path
+        self.port = port
+        self.pid = proc.pid
+        self._watchdog = watchdog
+        self._grace_s = grace_s
+        self._closed = False
+        self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self._proc.poll()
+
+    def alive(self) -> bool:
+        """True while the engine's main process runs."""
+        return self._proc.poll() is None
+
+    def log_tail(self, n: int = _TAIL_LINES) -> str:
+        return _tail(self.log_path, n)
+
+    def close(self, grace_s: Optional[float] = None) -> Optional[int]:
+        """SIGTERM the whole process group, SIGKILL what is left after the grace period.
+
+        Idempotent and safe from atexit; returns the main process's exit code.
+        """
+        with self._lock:
+            if self._closed:
+                return self._proc.returncode
+            self._closed = True
+        _kill_group(self._proc, self._grace_s if grace_s is None else grace_s)
+        self._release_watchdog()
+        _LIVE.discard(self)
+        return self._proc.returncode
+
+    def _release_watchdog(self) -> None:
+        wd = self._watchdog
+        if wd is None:
+            return
+        try:
+            assert wd.stdin is not None
+            wd.stdin.write(b"closed")
+            wd.stdin.close()
+        except (OSError, ValueError):
+            pass
+        try:
+            wd.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            wd.kill()
+            wd.wait()
+
+    def __enter__(self) -> "LaunchedEngine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "alive" if self.alive() else f"exited {self.returncode}"
+        return f"<LaunchedEngine pid={self.pid} {self.base_url} {state} log={self.log_path}>"
+
+
+_LIVE: "weakref.WeakSet[LaunchedEngine]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for eng in list(_LIVE):
+        eng.close(grace_s=5.0)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Does any process of the group still run? Zombies do not count: once the leader is
+    gone its children are reaped by init, which may take a while."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc/self"):
+        return True
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after the command: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + grace_s
+    try:
+        proc.wait(timeout=max(0.0, grace_s))
+    except subprocess.TimeoutExpired:
+        pass
+    # The leader may be gone while children linger: give them the rest of the grace period.
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _group_alive(pgid):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc.poll() is None:
+        proc.wait()
+
+
+def _start_watchdog(pgid: int, grace_s: float) -> Optional[subprocess.Popen[bytes]]:
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-c", _WATCHDOG, str(pgid), str(grace_s)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+
+
+def _pump_stdout(src: IO[bytes], log: IO[bytes], found: list[str], event: threading.Event) -> None:
+    """Copy the engine's stdout into the log; remember the first line that is a URL."""
+    try:
+        for raw in iter(src.readline, b""):
+            log.write(raw)
+            log.flush()
+            if not found:
+                m = _URL_LINE.match(raw.decode("utf-8", "replace"))
+                if m:
+                    found.append(m.group(1))
+                    event.set()
+    except (OSError, ValueError):
+        pass
+    finally:
+        event.set()
+        log.close()
+
+
+def _note(log: IO[bytes], text: str) -> None:
+    """Add a launcher line to the engine log (the log may already be closed by the pump)."""
+    try:
+        log.write(f"# {text}\n".encode())
+    except (OSError, ValueError):
+        pass
+
+
+def _http_ready(root: str, health_paths: Sequence[str], client: object) -> bool:
+    """Ready when the first health path that exists (not 404/405) answers 200."""
+    import httpx
+
+    assert isinstance(client, httpx.Client)
+    for path in health_paths:
+        try:
+            r = client.get(root + path)
+        except httpx.HTTPError:
+            return False
+        if r.status_code == 200:
+            return True
+        if r.status_code in (404, 405):
+            continue
+        return False
+    return False
+
+
+def launch(
+    cmd: str | Sequence[str],
+    *,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    ready_timeout_s: float = 120.0,
+    log_path: Optional[str] = None,
+    health_paths: Sequence[str] = ("/health", "/v1/models"),
+    host: str = "127.0.0.1",
+    base_url: Optional[str] = None,
+    url_from_stdout: Optional[bool] = None,
+    grace_s: float = 10.0,
+) -> LaunchedEngine:
+    """Start ``cmd`` and return once it answers on a health path.
+
+    The URL comes from, in this order: a ``{port}`` placeholder in ``cmd`` (filled with a
+    free port, ``base_url`` then defaults to ``http://{host}:{port}/v1``); an explicit
+    ``base_url`` (may use ``{host}``/``{port}``); else the first stdout line that is a URL
+    (``url_from_stdout``). ``env`` is added to the current environment. Raises
+    ``EngineStartError`` with the command, the reason and the log tail.
+    """
+    argv = shlex.split(cmd) if isinstance(cmd, str) else [str(a) for a in cmd]
+    if not argv:
+        raise ValueError("empty engine command")
+    has_port = any(PORT_PLACEHOLDER in a for a in argv)
+    if url_from_stdout is None:
+        url_from_stdout = not has_port and base_url is None
+    if not has_port and not url_from_stdout and base_url is None:
+        raise ValueError("give base_url, a {port} placeholder, or url_from_stdout=True")
+    if log_path is None:
+        log_path = os.path.join(tempfile.mkdtemp(prefix="goodput-engine-"), "engine.log")
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+
+    attempts = 2 if has_port else 1
+    for attempt in range(attempts):
+        port = free_port(host) if has_port else None
+        try:
+            return _launch_once(
+                argv, port=port, env=full_env, cwd=cwd, ready_timeout_s=ready_timeout_s,
+                log_path=log_path, health_paths=health_paths, host=host, base_url=base_url,
+                url_from_stdout=url_from_stdout, grace_s=grace_s,
+                retry_on_clash=attempt + 1 < attempts,
+            )
+        except _PortClash:
+            continue
+    raise AssertionError("unreachable")  # the last attempt raises EngineStartError
+
+
+class _PortClash(Exception):
+    pass
+
+
+def _fixed_port(base_url: Optional[str]) -> Optional[int]:
+    if not base_url or "{port}" in base_url:
+        return None
+    import urllib.parse
+
+    try:
+        return urllib.parse.urlsplit(base_url).port
+    except ValueError:
+        return None
+
+
+def _launch_once(
+    argv: list[str],
+    *,
+    port: Optional[int],
+    env: dict[str, str],
+    cwd: Optional[str],
+    ready_timeout_s: float,
+    log_path: str,
+    health_paths: Sequence[str],
+    host: str,
+    base_url: Optional[str],
+    url_from_stdout: bool,
+    grace_s: float,
+    retry_on_clash: bool,
+) -> LaunchedEngine:
+    import httpx
+
+    real = [a.replace(PORT_PLACEHOLDER, str(port)) for a in argv] if port is not None else argv
+    shown = shlex.join(real)
+    fixed = _fixed_port(base_url) if port is None else None
+    if port is not None and retry_on_clash and port_in_use(port, host):
+        raise _PortClash()  # taken between picking and starting: pick again
+    if fixed is not None and not url_from_stdout and port_in_use(fixed, host):
+        raise EngineStartError(
+            f"engine command: {shown}\nport {fixed} is already in use on {host}: another "
+            f"server holds it, so readiness checks would reach that server, not this engine"
+        )
+    url: Optional[str] = None
+    if not url_from_stdout:
+        tmpl = base_url or "http://{host}:{port}/v1"
+        url = _normalize_base_url(tmpl.replace("{host}", host).replace("{port}", str(port)))
+
+    log = open(log_path, "ab", buffering=0)
+    log.write(f"$ {shown}\n".encode())
+    try:
+        proc = subprocess.Popen(
+            real,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if url_from_stdout else log,
+            stderr=log,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as e:
+        log.close()
+        raise EngineStartError(f"engine command: {shown}\ncould not start: {e}") from e
+
+    watchdog = _start_watchdog(proc.pid, grace_s)
+    engine_port = port if port is not None else fixed
+    engine = LaunchedEngine(
+        proc, cmd=real, base_url=url or "", log_path=log_path, port=engine_port,
+        watchdog=watchdog, grace_s=grace_s,
+    )
+    found: list[str] = []
+    got_url = threading.Event()
+    if url_from_stdout:
+        assert proc.stdout is not None
+        threading.Thread(
+            target=_pump_stdout, args=(proc.stdout, log, found, got_url),
+            name=f"engine-stdout-{proc.pid}", daemon=True,
+        ).start()
+
+    def fail(reason: str) -> EngineStartError:
+        engine.close(grace_s=min(grace_s, 5.0))
+        return EngineStartError(
+            f"engine command: {shown}\n{reason}\nlog: {log_path}\n"
+            f"--- last {_TAIL_LINES} log lines ---\n{_tail(log_path)}"
+        )
+
+    t0 = time.monotonic()
+    deadline = t0 + ready_timeout_s
+    delay = 0.05
+    try:
+        with httpx.Client(timeout=httpx.Timeout(2.0), trust_env=False) as client:
+            while True:
+                code = proc.poll()
+                if code is not None:
+                    tail = _tail(log_path)
+                    clash_port = engine_port
+                    clash = clash_port is not None and (
+                        _CLASH_PATTERNS.search(tail) is not None or port_in_use(clash_port, host)
+                    )
+                    if clash and port is not None and retry_on_clash:
+                        engine.close(grace_s=1.0)
+                        _note(log, f"port {port} was taken; retrying on another port")
+                        raise _PortClash()
+                    if clash:
+                        raise fail(f"port {clash_port} is already in use (engine exited with code {code})")
+                    raise fail(f"engine exited with code {code} before it was ready")
+                if url is None and found:
+                    url = engine.base_url = _normalize_base_url(found[0])
+                if url is not None:
+                    if _http_ready(url[: -len("/v1")], health_paths, client) and proc.poll() is None:
+                        _note(log, f"ready at {url} after {time.monotonic() - t0:.2f} s")
+                        return engine
+                now = time.monotonic()
+                if now >= deadline:
+                    what = "no URL on stdout" if url is None else f"no 200 from {list(health_paths)}"
+                    raise fail(f"not ready after {ready_timeout_s:g} s ({what})")
+                if url is None:  # the pump also sets it at EOF, i.e. when the engine exits
+                    got_url.wait(min(delay, deadline - now))
+                else:
+                    try:  # sleep, but wake at once if the engine exits
+                        proc.wait(timeout=min(delay, deadline - now))
+                    except subprocess.TimeoutExpired:
+                        pass
+                delay = min(delay * 2, 1.0)
+    except BaseException:
+        # EngineStartError, _PortClash, KeyboardInterrupt, pytest's timeouts: never leak it.
+        engine.close(grace_s=min(grace_s, 5.0))
+        raise
+    finally:
+        if not url_from_stdout:
+            log.close()
