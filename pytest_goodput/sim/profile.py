@@ -88,7 +88,7 @@ class SimProfile(BaseModel):
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     # Llama-3-8B (bf16) on one H100 80GB: ~16 GB of weights read per decode step at
-    # ~3.3 TB/s (~6 ms), 128 KiB of KV per token, ~35k prefill tokens/s, ~450k KV tokens.
+    # ~3.3 TB/s (~6 ms), 128 KiB of KV per token, ~40k prefill tokens/s, ~450k KV tokens.
     # Set time_scale (e.g. 10) so a small machine can drive its knee.
     "llama3-8b-h100": {
         "max_num_seqs": 256,
@@ -98,7 +98,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "step_base_ms": 6.0,
         "step_per_seq_ms": 0.03,
         "step_per_ctx_token_ms": 0.00004,
-        "prefill_per_token_ms": 0.028,
+        "prefill_per_token_ms": 0.025,
         "noise_sigma": 0.02,
     },
 }
@@ -113,6 +113,8 @@ def _parse_env_value(name: str, raw: str) -> Any:
     """Environment strings to values pydantic accepts (``none`` clears an optional knob)."""
     if name == "max_queue" and raw.strip().lower() in ("", "none", "null"):
         return None
+    if name in ("error_status", "queue_full_status") and raw.strip().isdigit():
+        return int(raw)  # Literal[int] fields do not coerce strings
     return raw
 
 

@@ -135,8 +135,13 @@ class SimEngine:
             return (p.queue_full_status, "waiting queue is full"), {}
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default_max
         min_tokens = int(body.get("min_tokens") or 0)
+        if prompt_tokens < 1:
+            return (400, "prompt is empty"), {}
         if not isinstance(max_tokens, int) or max_tokens < 1:
             return (400, "max_tokens must be a positive integer"), {}
+        if prompt_tokens + max_tokens > p.num_blocks * p.block_size:
+            return (400, f"prompt ({prompt_tokens} tokens) + max_tokens ({max_tokens}) exceeds "
+                         f"the KV cache ({p.num_blocks * p.block_size} tokens)"), {}
         out_len = draw_output_length(rng, max_tokens, min(min_tokens, max_tokens), p.eos_prob,
                                      bool(body.get("ignore_eos", False)))
         rid = f"{self._tag}{self._counter:x}"
