@@ -22,7 +22,7 @@ WorkloadKind = Literal["synthetic", "jsonl", "sharegpt"]
 
 #: Latency metrics a percentile SLO can name, e.g. ``ttft_p99_ms``.
 PERCENTILE_SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
-_PCT_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d{1,2}(?:\.\d+)?)_ms$")
+_PCT_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d+(?:\.\d+)?)_ms$")
 
 #: MLPerf Inference SLO presets (P99 TTFT ms, P99 TPOT ms).
 SLO_PRESETS: dict[str, tuple[float, float]] = {
