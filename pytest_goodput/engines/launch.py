@@ -40,29 +40,17 @@ _WATCHDOG = r"""
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 pgid, grace = int(sys.argv[1]), float(sys.argv[2])
-data = sys.stdin.buffer.read()
-if data:
-    sys.exit(0)
-def alive():
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-try:
-    os.killpg(pgid, signal.SIGTERM)
-except ProcessLookupError:
+if sys.stdin.buffer.read():
     sys.exit(0)
 deadline = time.monotonic() + grace
-while alive() and time.monotonic() < deadline:
-    time.sleep(0.05)
-if alive():
+for sig in (signal.SIGTERM, 0, signal.SIGKILL):
     try:
-        os.killpg(pgid, signal.SIGKILL)
+        while sig == 0 and time.monotonic() < deadline:
+            os.killpg(pgid, 0)
+            time.sleep(0.05)
+        os.killpg(pgid, sig)
     except ProcessLookupError:
-        pass
+        break
 """
 
 
@@ -88,11 +76,12 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
-def _tail(path: str, n: int = _TAIL_LINES) -> str:
+def _tail(path: str, n: int = _TAIL_LINES, since: int = 0) -> str:
+    """The last ``n`` lines of the log, only from byte offset ``since`` on."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 64 * 1024))
+            f.seek(max(since, f.tell() - 64 * 1024))
             lines = f.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return "(no log)"
@@ -108,24 +97,12 @@ class LaunchedEngine:
     """A running engine: ``base_url`` (ends with ``/v1``), ``pid``, ``log_path``; close it once."""
 
     def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        *,
-        cmd: list[str],
-        base_url: str,
-        log_path: str,
-        port: Optional[int],
-        watchdog: Optional[subprocess.Popen[bytes]],
-        grace_s: float,
+        self, proc: subprocess.Popen[bytes], *, cmd: list[str], base_url: str, log_path: str,
+        port: Optional[int], watchdog: Optional[subprocess.Popen[bytes]], grace_s: float,
     ) -> None:
-        self._proc = proc
-        self.cmd = cmd
-        self.base_url = base_url
-        self.log_path = log_path
-        self.port = port
+        self.cmd, self.base_url, self.log_path, self.port = cmd, base_url, log_path, port
         self.pid = proc.pid
-        self._watchdog = watchdog
-        self._grace_s = grace_s
+        self._proc, self._watchdog, self._grace_s = proc, watchdog, grace_s
         self._closed = False
         self._lock = threading.Lock()
         _LIVE.add(self)
@@ -157,11 +134,10 @@ class LaunchedEngine:
 
     def _release_watchdog(self) -> None:
         wd = self._watchdog
-        if wd is None:
+        if wd is None or wd.stdin is None:
             return
         try:
-            assert wd.stdin is not None
-            wd.stdin.write(b"closed")
+            wd.stdin.write(b"closed")  # data before EOF: "closed on purpose, do nothing"
             wd.stdin.close()
         except (OSError, ValueError):
             pass
@@ -218,34 +194,28 @@ def _group_alive(pgid: int) -> bool:
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     deadline = time.monotonic() + grace_s
-    try:
-        proc.wait(timeout=max(0.0, grace_s))
-    except subprocess.TimeoutExpired:
-        pass
-    # The leader may be gone while children linger: give them the rest of the grace period.
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if _group_alive(pgid):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(pgid, signal.SIGKILL)
+            os.killpg(pgid, sig)
         except ProcessLookupError:
-            pass
-    if proc.poll() is None:
-        proc.wait()
+            break
+        # The leader may exit while its children linger: wait for the whole group.
+        while sig == signal.SIGTERM and _group_alive(pgid) and time.monotonic() < deadline:
+            try:
+                proc.wait(timeout=0.02)
+            except subprocess.TimeoutExpired:
+                pass
+        if not _group_alive(pgid):
+            break
+    proc.wait()
 
 
 def _start_watchdog(pgid: int, grace_s: float) -> Optional[subprocess.Popen[bytes]]:
     try:
         return subprocess.Popen(
             [sys.executable, "-I", "-c", _WATCHDOG, str(pgid), str(grace_s)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
     except OSError:
@@ -296,6 +266,10 @@ def _http_ready(root: str, health_paths: Sequence[str], client: object) -> bool:
     return False
 
 
+class _PortClash(Exception):
+    """The engine died because its (picked) port was taken: pick another and start again."""
+
+
 def launch(
     cmd: str | Sequence[str],
     *,
@@ -327,34 +301,24 @@ def launch(
         raise ValueError("give base_url, a {port} placeholder, or url_from_stdout=True")
     if log_path is None:
         log_path = os.path.join(tempfile.mkdtemp(prefix="goodput-engine-"), "engine.log")
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-
-    attempts = 2 if has_port else 1
-    for attempt in range(attempts):
-        port = free_port(host) if has_port else None
-        try:
-            return _launch_once(
-                argv, port=port, env=full_env, cwd=cwd, ready_timeout_s=ready_timeout_s,
-                log_path=log_path, health_paths=health_paths, host=host, base_url=base_url,
-                url_from_stdout=url_from_stdout, grace_s=grace_s,
-                retry_on_clash=attempt + 1 < attempts,
-            )
-        except _PortClash:
-            continue
-    raise AssertionError("unreachable")  # the last attempt raises EngineStartError
-
-
-class _PortClash(Exception):
-    pass
+    opts = dict(
+        env={**os.environ, **(env or {})}, cwd=cwd, ready_timeout_s=ready_timeout_s,
+        log_path=log_path, health_paths=tuple(health_paths), host=host, base_url=base_url,
+        url_from_stdout=url_from_stdout, grace_s=grace_s,
+    )
+    if not has_port:
+        return _launch_once(argv, None, retry_on_clash=False, **opts)  # type: ignore[arg-type]
+    try:
+        return _launch_once(argv, free_port(host), retry_on_clash=True, **opts)  # type: ignore[arg-type]
+    except _PortClash:
+        return _launch_once(argv, free_port(host), retry_on_clash=False, **opts)  # type: ignore[arg-type]
 
 
 def _fixed_port(base_url: Optional[str]) -> Optional[int]:
-    if not base_url or "{port}" in base_url:
-        return None
     import urllib.parse
 
+    if not base_url or "{port}" in base_url:
+        return None
     try:
         return urllib.parse.urlsplit(base_url).port
     except ValueError:
@@ -362,27 +326,13 @@ def _fixed_port(base_url: Optional[str]) -> Optional[int]:
 
 
 def _launch_once(
-    argv: list[str],
-    *,
-    port: Optional[int],
-    env: dict[str, str],
-    cwd: Optional[str],
-    ready_timeout_s: float,
-    log_path: str,
-    health_paths: Sequence[str],
-    host: str,
-    base_url: Optional[str],
-    url_from_stdout: bool,
-    grace_s: float,
-    retry_on_clash: bool,
+    argv: list[str], port: Optional[int], *, env: dict[str, str], cwd: Optional[str],
+    ready_timeout_s: float, log_path: str, health_paths: tuple[str, ...], host: str,
+    base_url: Optional[str], url_from_stdout: bool, grace_s: float, retry_on_clash: bool,
 ) -> LaunchedEngine:
-    import httpx
-
     real = [a.replace(PORT_PLACEHOLDER, str(port)) for a in argv] if port is not None else argv
     shown = shlex.join(real)
     fixed = _fixed_port(base_url) if port is None else None
-    if port is not None and retry_on_clash and port_in_use(port, host):
-        raise _PortClash()  # taken between picking and starting: pick again
     if fixed is not None and not url_from_stdout and port_in_use(fixed, host):
         raise EngineStartError(
             f"engine command: {shown}\nport {fixed} is already in use on {host}: another "
@@ -394,26 +344,20 @@ def _launch_once(
         url = _normalize_base_url(tmpl.replace("{host}", host).replace("{port}", str(port)))
 
     log = open(log_path, "ab", buffering=0)
+    since = log.tell()
     log.write(f"$ {shown}\n".encode())
     try:
         proc = subprocess.Popen(
-            real,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE if url_from_stdout else log,
-            stderr=log,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
+            real, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if url_from_stdout else log,
+            stderr=log, cwd=cwd, env=env, start_new_session=True,
         )
     except OSError as e:
         log.close()
         raise EngineStartError(f"engine command: {shown}\ncould not start: {e}") from e
-
-    watchdog = _start_watchdog(proc.pid, grace_s)
     engine_port = port if port is not None else fixed
     engine = LaunchedEngine(
         proc, cmd=real, base_url=url or "", log_path=log_path, port=engine_port,
-        watchdog=watchdog, grace_s=grace_s,
+        watchdog=_start_watchdog(proc.pid, grace_s), grace_s=grace_s,
     )
     found: list[str] = []
     got_url = threading.Event()
@@ -431,32 +375,32 @@ def _launch_once(
             f"--- last {_TAIL_LINES} log lines ---\n{_tail(log_path)}"
         )
 
+    import httpx
+
     t0 = time.monotonic()
-    deadline = t0 + ready_timeout_s
-    delay = 0.05
+    deadline, delay = t0 + ready_timeout_s, 0.05
     try:
         with httpx.Client(timeout=httpx.Timeout(2.0), trust_env=False) as client:
             while True:
                 code = proc.poll()
                 if code is not None:
-                    tail = _tail(log_path)
-                    clash_port = engine_port
-                    clash = clash_port is not None and (
-                        _CLASH_PATTERNS.search(tail) is not None or port_in_use(clash_port, host)
+                    clash = engine_port is not None and (
+                        _CLASH_PATTERNS.search(_tail(log_path, since=since)) is not None
+                        or port_in_use(engine_port, host)
                     )
-                    if clash and port is not None and retry_on_clash:
-                        engine.close(grace_s=1.0)
+                    if clash and retry_on_clash:
                         _note(log, f"port {port} was taken; retrying on another port")
                         raise _PortClash()
                     if clash:
-                        raise fail(f"port {clash_port} is already in use (engine exited with code {code})")
+                        raise fail(f"port {engine_port} is already in use (engine exited with code {code})")
                     raise fail(f"engine exited with code {code} before it was ready")
                 if url is None and found:
                     url = engine.base_url = _normalize_base_url(found[0])
-                if url is not None:
-                    if _http_ready(url[: -len("/v1")], health_paths, client) and proc.poll() is None:
+                if url is not None and _http_ready(url[: -len("/v1")], health_paths, client):
+                    if proc.poll() is None:
                         _note(log, f"ready at {url} after {time.monotonic() - t0:.2f} s")
                         return engine
+                    continue  # it died meanwhile: report that
                 now = time.monotonic()
                 if now >= deadline:
                     what = "no URL on stdout" if url is None else f"no 200 from {list(health_paths)}"
