@@ -21,7 +21,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def fake_chart(current, baseline=None, title=""):
     """A stand-in for the Mermaid renderer so goldens do not depend on its exact output."""
-    xs = ", ".join(f"{p['interactivity']:g}" for p in current)
+    xs = ", ".join(f"{p.interactivity:g}" for p in current)
     return f'xychart-beta\n    title "{title}"\n    x-axis [{xs}]'
 
 
@@ -109,6 +109,17 @@ def test_frontier_uses_mermaid_when_available(chart):
     text = render_markdown([fx.sweep()])
     assert '```mermaid\nxychart-beta\n    title "tests/test_sweep.py::test_frontier frontier"' in text
     assert "**Frontier:** verdict ✅ pass; worst throughput ratio 0.99 at 33.3 tok/s/user" in text
+
+
+def test_frontier_with_the_real_chart_renderer():
+    # A sweep's outcome as the session records it: the current frontier under "frontier".
+    o = fx.sweep()
+    fr = dict(o.frontier)
+    fr["frontier"] = fr.pop("current")
+    text = render_markdown([o.model_copy(update={"frontier": fr})])
+    block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert block.startswith("xychart-beta\n")
+    assert 'line "current"' in block and 'line "baseline"' in block
 
 
 def test_frontier_falls_back_to_a_table(monkeypatch):

@@ -165,10 +165,23 @@ def _load_mermaid() -> Optional[MermaidFn]:
     return mermaid_xychart
 
 
+def _current_points(frontier: dict) -> list:
+    """The current frontier: ``current`` per the outcome schema, ``frontier`` as a sweep records it."""
+    return list(frontier.get("current") or frontier.get("frontier") or [])
+
+
+def _as_points(raw: Optional[list]) -> Optional[list]:
+    if raw is None:
+        return None
+    from ..frontier import FrontierPoint
+
+    return [FrontierPoint.model_validate(p) if isinstance(p, dict) else p for p in raw]
+
+
 def _points_table(frontier: dict) -> str:
     rows = []
-    for side in ("baseline", "current"):
-        for p in frontier.get(side) or []:
+    for side, points in (("baseline", frontier.get("baseline") or []), ("current", _current_points(frontier))):
+        for p in points:
             if isinstance(p, dict):
                 rows.append([side, fmt_value(p.get("interactivity")), fmt_value(p.get("throughput"))])
     return _table(["frontier", "tok/s/user", "output tok/s"], rows, "lrr") if rows else ""
@@ -187,9 +200,10 @@ def _frontier_block(o: TestOutcome) -> str:
         parts.append("**Frontier:** " + escape_cell("; ".join(bits)))
     chart = None
     render = _load_mermaid()
-    if render is not None and fr.get("current"):
+    if render is not None and _current_points(fr):
         try:
-            chart = render(fr.get("current"), fr.get("baseline"), title=f"{o.nodeid} frontier")
+            chart = render(_as_points(_current_points(fr)), _as_points(fr.get("baseline")),
+                           title=f"{o.nodeid} frontier")
         except Exception:  # a chart must never take the report down; the table still shows
             chart = None
     if chart:
