@@ -13,6 +13,7 @@ from pytest_goodput.report.github import (
     escape_data,
     escape_property,
     in_github_actions,
+    workspace_prefix,
 )
 
 
@@ -69,6 +70,19 @@ def test_path_prefix_and_missing_location():
     assert line.startswith("::error title=goodput%3A regression")
     [line] = annotations([fx.regressed()], path_prefix="sub/")
     assert "file=sub/tests/test_serve.py,line=42" in line
+
+
+def test_workspace_prefix(tmp_path):
+    suite = tmp_path / "example_suite"
+    suite.mkdir()
+    env = {"GITHUB_WORKSPACE": str(tmp_path)}
+    assert workspace_prefix(suite, env) == "example_suite/"
+    assert workspace_prefix(tmp_path, env) == ""
+    assert workspace_prefix(tmp_path.parent, env) == ""  # outside the checkout: leave paths alone
+    assert workspace_prefix(suite, {}) == ""
+    got: list[str] = []
+    emit([fx.regressed()], write=got.append, rootdir=suite, env=env)
+    assert "file=example_suite/tests/test_serve.py,line=42" in got[0]
 
 
 def test_cap_of_ten_per_type_with_summary_line():
@@ -135,9 +149,10 @@ def test_example_workflow_is_a_safe_gate():
     assert wf["permissions"] == {"contents": "read"}
     base, gate = wf["jobs"]["baseline"], wf["jobs"]["gate"]
     runs = lambda job: " ".join(s.get("run", "") for s in job["steps"])
-    assert "--goodput-baseline --goodput-update-baseline" in runs(base)
+    assert '--goodput-baseline "$BASELINE_DIR" --goodput-update-baseline' in runs(base)
     assert "actions/cache/save" in _uses(base)
-    assert "--goodput-baseline --goodput-report goodput.md" in runs(gate)
+    assert '--goodput-baseline "$BASELINE_DIR" --goodput-report goodput.md' in runs(gate)
+    assert wf["env"]["BASELINE_DIR"].startswith("${{ github.workspace }}/")
     # A pull request restores main's baselines but never writes them.
     assert "actions/cache/restore" in _uses(gate) and "actions/cache/save" not in _uses(gate)
     assert "actions/upload-artifact" in _uses(gate)

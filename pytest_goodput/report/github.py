@@ -98,8 +98,38 @@ def annotations(outcomes: list[TestOutcome], path_prefix: str = "") -> list[str]
     return _capped("error", errors, path_prefix) + _capped("warning", warnings, path_prefix)
 
 
-def emit(outcomes: list[TestOutcome], write: Callable[[str], object] = print, path_prefix: str = "") -> int:
-    """Write the annotations (one workflow command per call); returns how many."""
+def workspace_prefix(rootdir: "str | os.PathLike[str]", env: Mapping[str, str] = os.environ) -> str:
+    """Where pytest's rootdir sits in the checkout (``example_suite/``), for annotation paths.
+
+    pytest reports test locations relative to its rootdir; GitHub wants them relative to the
+    repository (``$GITHUB_WORKSPACE``). Empty when they coincide or the rootdir is elsewhere.
+    """
+    workspace = env.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return ""
+    try:
+        rel = os.path.relpath(os.path.realpath(rootdir), os.path.realpath(workspace))
+    except ValueError:  # different drives on Windows
+        return ""
+    if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return ""
+    return rel.replace(os.sep, "/") + "/"
+
+
+def emit(
+    outcomes: list[TestOutcome],
+    write: Callable[[str], object] = print,
+    path_prefix: Optional[str] = None,
+    rootdir: "Optional[str | os.PathLike[str]]" = None,
+    env: Mapping[str, str] = os.environ,
+) -> int:
+    """Write the annotations (one workflow command per call); returns how many.
+
+    Pass pytest's ``rootdir`` so that paths are made relative to the checkout, or an
+    explicit ``path_prefix``.
+    """
+    if path_prefix is None:
+        path_prefix = workspace_prefix(rootdir, env) if rootdir is not None else ""
     lines = annotations(outcomes, path_prefix)
     for line in lines:
         write(line)
