@@ -112,7 +112,7 @@ def _bounded(offsets: np.ndarray, warmup: np.ndarray, requests: Optional[int],
         keep, complete = requests, True
     if duration_s is not None and len(measured):
         # Stop issuing once the measured window (from the first measured send) passes duration_s.
-        within = int(np.searchsorted(measured - measured[0], duration_s, side="right"))
+        within = int(np.searchsorted(measured - measured[0], duration_s + 1e-9, side="right"))
         if within < len(measured):
             complete = True
         keep = min(keep, within)
