@@ -299,6 +299,8 @@ def launch(
         url_from_stdout = not has_port and base_url is None
     if not has_port and not url_from_stdout and base_url is None:
         raise ValueError("give base_url, a {port} placeholder, or url_from_stdout=True")
+    if not has_port and base_url and PORT_PLACEHOLDER in base_url:
+        raise ValueError("base_url uses {port} but the command has no {port} placeholder")
     if log_path is None:
         log_path = os.path.join(tempfile.mkdtemp(prefix="goodput-engine-"), "engine.log")
     opts = dict(
