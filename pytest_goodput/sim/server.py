@@ -33,6 +33,8 @@ _VOCAB = (
 ).split()
 _TEXT_LEN = 997  # prime: generated text does not repeat with short periods
 _CLOCK = time.perf_counter
+#: Event-loop timers (libuv, epoll) have 1 ms granularity: wake this early, then sleep exactly.
+_TIMER_SLACK = 0.0015
 
 
 class _InjectedDrop(Exception):
@@ -107,8 +109,12 @@ class SimEngine:
                 vnow = max(vnow, _CLOCK())
             res = model.step(vnow)
             deadline = vnow + res.duration_s
-            while (delay := deadline - _CLOCK()) > 0:
-                await asyncio.sleep(delay)
+            # always yield once so writers flush the last step's tokens, then wake a little
+            # early (loop timers tick in whole ms) and finish the wait precisely
+            await asyncio.sleep(max(0.0, deadline - _CLOCK() - _TIMER_SLACK))
+            delay = deadline - _CLOCK()
+            if delay > 0:
+                time.sleep(delay)
             for rid, n, done in res.emitted:
                 st = streams.get(rid)
                 if st is None:
