@@ -216,6 +216,22 @@ def _frontier_block(o: TestOutcome) -> str:
     return "\n\n".join(parts)
 
 
+#: Scenario fields shown even at their default; others only when set to something else.
+_ALWAYS_SHOWN = frozenset({"scenario", "rate", "concurrency", "sweep", "requests", "duration_s", "isl", "osl"})
+
+
+def _spec_defaults() -> dict[str, object]:
+    """Default values of the spec's fields, in JSON form (a tuple default reads as a list)."""
+    from ..spec import ScenarioSpec
+
+    out: dict[str, object] = {}
+    for name, field in ScenarioSpec.model_fields.items():
+        if not field.is_required() and field.default_factory is None:
+            d = field.default
+            out[name] = list(d) if isinstance(d, tuple) else d
+    return out
+
+
 def _env_rows(o: TestOutcome) -> list[list[str]]:
     """Baseline vs current for the four questions; values that differ are bold."""
     spec = o.spec or {}
@@ -234,8 +250,9 @@ def _env_rows(o: TestOutcome) -> list[list[str]]:
         v = spec.get(key)
         return None if v in (None, {}, []) else json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
 
+    defaults = _spec_defaults()
     for key in SCENARIO_FIELDS:
-        if spec_value(key) is not None:
+        if spec_value(key) is not None and (key in _ALWAYS_SHOWN or spec.get(key) != defaults.get(key)):
             row("scenario", key, spec_value(key) if compared else None, spec_value(key))
     for key in _SCENARIO_ENV:
         if key in o.current_env or key in base_env:
