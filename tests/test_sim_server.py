@@ -33,17 +33,20 @@ def start_sim(*flags: str, env: Optional[dict[str, str]] = None) -> Sim:
     reader.join(20)
     if not line or not line[0].startswith("http://127.0.0.1:"):
         proc.kill()
-        raise RuntimeError(f"simulator did not start: {line!r} {proc.stderr.read()[-2000:]}")
+        _, err = proc.communicate()
+        raise RuntimeError(f"simulator did not start: {line!r} {err[-2000:]}")
     return Sim(proc, line[0].strip())
 
 
-def stop_sim(sim: Sim) -> None:
+def stop_sim(sim: Sim) -> str:
+    """Terminate the server, close its pipes and return its stderr."""
     sim.proc.terminate()
     try:
-        sim.proc.wait(10)
+        _, err = sim.proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         sim.proc.kill()
-        sim.proc.wait()
+        _, err = sim.proc.communicate()
+    return err
 
 
 @pytest.fixture(scope="module")
@@ -230,8 +233,8 @@ def test_queue_limit_refuses_and_faults_break_streams() -> None:
                 sse_events(r)
         assert httpx.get(s.root + "/health", timeout=5).status_code == 200
     finally:
-        stop_sim(s)
-    assert "Traceback" not in s.proc.stderr.read()
+        err = stop_sim(s)
+    assert "Traceback" not in err
 
 
 def test_stall_delays_one_gap() -> None:
