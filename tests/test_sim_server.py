@@ -251,3 +251,36 @@ def test_stall_delays_one_gap() -> None:
         assert gaps[-1] >= 0.25  # the stall; generous lower bound only
     finally:
         stop_sim(s)
+
+
+def test_small_kv_cache_preempts_over_http_and_trace_records_every_token(tmp_path) -> None:
+    import concurrent.futures as cf
+
+    trace = tmp_path / "trace.jsonl"
+    s = start_sim("--kv-capacity-tokens", "512", "--no-prefix-caching", "--trace", str(trace))
+    try:
+        def one(i: int) -> dict:
+            body = {"prompt": " ".join(f"w{i}x{j}" for j in range(50)), "max_tokens": 120,
+                    "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+            with httpx.stream("POST", s.url + "/completions", json=body, timeout=30) as r:
+                return sse_events(r)[-2]["usage"]
+
+        with cf.ThreadPoolExecutor(6) as pool:
+            usages = list(pool.map(one, range(6)))
+        assert all(u == {"prompt_tokens": 50, "completion_tokens": 120, "total_tokens": 170}
+                   for u in usages)
+        from prometheus_client.parser import text_string_to_metric_families
+
+        text = httpx.get(s.root + "/metrics", timeout=5).text
+        values = {x.name: x.value for f in text_string_to_metric_families(text) for x in f.samples}
+        assert values["vllm:num_preemptions_total"] > 0  # 6 x 170 tokens > 512
+        assert values["vllm:kv_cache_usage_perc"] == 0.0
+    finally:
+        stop_sim(s)
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert len(lines) == 6
+    for rec in lines:
+        assert len(rec["intended"]) == len(rec["written"]) == 120
+        assert rec["intended"] == sorted(rec["intended"])
+        # a token is never written before the end of the step that produced it
+        assert all(w >= i for w, i in zip(rec["written"], rec["intended"]))
