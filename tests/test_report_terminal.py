@@ -30,6 +30,7 @@ def test_number_formats():
     assert fmt_change(-0.15) == "-15.0%"
     assert fmt_change(0.0123) == "+1.2%"
     assert fmt_interval((-0.19, -0.11)) == "[-19.0%, -11.0%]"
+    assert fmt_interval((-1.0, float("inf"))) == "[-100.0%, +inf]"
     # A shortfall never rounds up to 100 %.
     assert fmt_percent(0.9625) == "96.2%"
     assert fmt_percent(0.9996) == "99.96%"

@@ -145,8 +145,10 @@ def fmt_change(change: Optional[float], missing: str = "–") -> str:
     """A signed relative change: ``+12.3%`` / ``-4.0%``."""
     if change is None:
         return missing
-    if not math.isfinite(change):
-        return str(change)
+    if math.isnan(change):
+        return "nan"
+    if math.isinf(change):
+        return "+inf" if change > 0 else "-inf"
     return f"{change * 100:+.1f}%"
 
 

@@ -257,7 +257,11 @@ def _env_rows(o: TestOutcome) -> list[list[str]]:
     for key in _SCENARIO_ENV:
         if key in o.current_env or key in base_env:
             row("scenario", key, base_env.get(key), o.current_env.get(key))
+    # The attainment target only means something when per-request SLOs define "good".
+    has_request_slos = any(spec.get(k) is not None for k in ("ttft_ms", "tpot_ms", "e2e_ms"))
     for key in SLO_FIELDS:
+        if key == "attainment" and not has_request_slos and spec.get(key) == defaults.get(key):
+            continue
         if spec_value(key) is not None:
             row("SLOs", key, spec_value(key) if compared else None, spec_value(key))
     env_keys = sorted((set(o.current_env) | set(base_env)) - set(_SCENARIO_ENV))
