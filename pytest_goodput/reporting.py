@@ -14,8 +14,8 @@ def write_session_reports(gs: "GoodputSession", write: Callable[[str], None] = p
     s = gs.settings
     if not gs.outcomes:
         return
-    if s.json:
-        gs.write_json(Path(s.json))
+    if s.json_path:
+        gs.write_json(Path(s.json_path))
     from .report.github import append_step_summary, emit, in_github_actions
     from .report.markdown import render_markdown
 

@@ -36,6 +36,11 @@ class Option:
     kind: str = "str"  # str | float | bool | int
     env: Optional[str] = None
     cli: bool = True
+    attr: Optional[str] = None  # Settings field, when it differs from ``name``
+
+    @property
+    def field(self) -> str:
+        return self.attr or self.name
 
     @property
     def flag(self) -> str:
@@ -58,7 +63,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("baseline_dir", "directory of stored baselines (default .goodput/baselines)", cli=False),
     Option("strict", "fail on inconclusive verdicts and unproven percentile SLOs", "bool"),
     Option("tolerance", "default tolerated relative change of a gated metric (e.g. 0.05)", "float"),
-    Option("json", "write every test's result, verdicts and per-request records to this JSON file"),
+    Option("json", "write every test's result, verdicts and per-request records to this JSON file",
+           attr="json_path"),
     Option("report", "write the per-PR Markdown report to this file"),
     Option("scale", "multiply request counts and durations (e.g. 0.25 for a smoke run)", "float"),
     Option("hardware", "hardware label; baselines from other hardware are incomparable"),
@@ -85,7 +91,7 @@ class Settings(BaseModel):
     update: bool = False
     strict: bool = False
     tolerance: Optional[float] = Field(None, ge=0, lt=1)
-    json: Optional[str] = None
+    json_path: Optional[str] = None
     report: Optional[str] = None
     scale: float = Field(1.0, gt=0)
     hardware: Optional[str] = None
@@ -114,12 +120,12 @@ def resolve(
             if raw is None or raw == "" or (raw is False and opt.kind == "bool"):
                 continue
             try:
-                values[opt.name] = _CONVERT[opt.kind](raw)
+                values[opt.field] = _CONVERT[opt.kind](raw)
             except (TypeError, ValueError):
                 raise SettingsError(
                     f"{where}: {raw!r} is not a valid {opt.kind} for {opt.name}"
                 ) from None
-            sources[opt.name] = where
+            sources[opt.field] = where
             break
     baseline_flag = cli.get("baseline")
     if baseline_flag is not None:

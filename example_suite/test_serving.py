@@ -1,0 +1,32 @@
+"""Four MLPerf-style scenarios on one engine, each gated by SLOs and its stored baseline."""
+
+import pytest
+
+
+@pytest.mark.goodput(scenario="offline", requests=120, concurrency=32, isl=128, osl=64)
+def test_offline_throughput():
+    """Batch job: all requests at once; gated on output tokens/s."""
+
+
+@pytest.mark.goodput(
+    scenario="server", rate=6.0, requests=300, warmup_requests=20, isl=128, osl=64,
+    ttft_ms=250, tpot_ms=25, attainment=0.95,
+)
+def test_server_goodput(goodput):
+    """Poisson arrivals at 6 req/s; gated on goodput and P99 TTFT / TPOT."""
+    result = goodput.run()
+    assert result.failures == {}
+
+
+@pytest.mark.goodput(
+    scenario="interactive", rate=4.0, requests=300, warmup_requests=20, isl=128, osl=64,
+    slo="mlperf/llama2-70b/interactive",
+)
+def test_interactive_slo():
+    """MLPerf llama2-70b interactive SLOs: P99 TTFT <= 450 ms, P99 TPOT <= 40 ms."""
+
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=8, requests=160, warmup_requests=8,
+                     isl=128, osl=64)
+def test_concurrency_per_user():
+    """Eight closed-loop users; gated on tokens/s, P50 TPOT and P99 TTFT."""

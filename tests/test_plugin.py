@@ -1,0 +1,258 @@
+"""The pytest plugin as users meet it, driven through ``pytester``.
+
+One simulator (and one deliberately slowed one) serve every test here; the runs are small,
+so the numbers only need to be plausible, while verdicts, messages and files are exact.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+# pytester's in-process runs drop modules first imported inside them; C extensions such as
+# numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
+import pytest_goodput.loadgen  # noqa: F401
+import pytest_goodput.report.github  # noqa: F401
+import pytest_goodput.report.markdown  # noqa: F401
+import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.runner  # noqa: F401
+import pytest_goodput.verdicts  # noqa: F401
+from pytest_goodput.engine import simulator
+
+pytest_plugins = ["pytester"]
+
+SMALL = "requests=40, rate=40.0, isl=16, osl=8"
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    with simulator() as eng:
+        yield eng.base_url
+
+
+@pytest.fixture(scope="module")
+def slow_sim_url():
+    with simulator(slowdown=2.0) as eng:
+        yield eng.base_url
+
+
+def write_test(pytester: pytest.Pytester, body: str, name: str = "test_perf") -> None:
+    pytester.makepyfile(**{name: "import pytest\n\n" + body})
+
+
+SERVER_TEST = f"""
+@pytest.mark.goodput(scenario="server", {SMALL}, tpot_ms=1000, ttft_ms=5000, attainment=0.9)
+def test_server(goodput):
+    r = goodput.run()
+    assert r.completed == 40
+"""
+
+
+def test_marker_validation_names_test_argument_and_allowed_values(pytester):
+    write_test(pytester, """
+@pytest.mark.goodput(scenario="servr", rate=1)
+def test_a():
+    pass
+
+@pytest.mark.goodput(rate=-2)
+def test_b():
+    pass
+""")
+    res = pytester.runpytest()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    err = res.stderr.str()
+    assert "test_perf.py::test_a: invalid goodput arguments" in err
+    assert "scenario: Input should be 'offline', 'server', 'interactive'" in err
+    assert "test_perf.py::test_b" in err and "rate: Input should be greater than 0" in err
+    assert "Traceback" not in err
+
+
+def test_marker_is_registered_for_strict_markers(pytester):
+    write_test(pytester, """
+@pytest.mark.goodput(scenario="offline", requests=1)
+def test_a():
+    pass
+""")
+    res = pytester.runpytest("--strict-markers", "--collect-only", "-q")
+    assert res.ret == 0
+    res.stdout.fnmatch_lines(["*test_a*"])
+    res2 = pytester.runpytest("--markers")
+    res2.stdout.fnmatch_lines(["@pytest.mark.goodput*"])
+
+
+def test_bad_option_value_names_its_source(pytester):
+    write_test(pytester, SERVER_TEST)
+    pytester.makeini("[pytest]\ngoodput_scale = lots\n")
+    res = pytester.runpytest()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ini goodput_scale: 'lots' is not a valid float for scale" in res.stderr.str()
+
+
+def test_attach_compare_new_then_pass_then_unused(pytester, sim_url):
+    write_test(pytester, SERVER_TEST)
+    # No baseline yet: reported as new, passes.
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines(["*goodput*", "*test_server*new*"])
+    # Record it, then compare against it: same engine -> pass.
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline")
+    res.assert_outcomes(passed=1)
+    base = pytester.path / ".goodput/baselines/test_perf/test_server.json"
+    doc = json.loads(base.read_text())
+    assert doc["kind"] == "pytest-goodput-baseline" and doc["nodeid"] == "test_perf.py::test_server"
+    assert len(doc["runs"]) == 1 and len(doc["runs"][0]["samples"][0]["ttft_ms"]) == 40
+    assert doc["runs"][0]["environment"]["identity"]["hardware"] == "unlabelled"
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
+    res.assert_outcomes(passed=1)
+    # The test is renamed: its old baseline is reported as unused (the module was collected).
+    write_test(pytester, SERVER_TEST.replace("test_server", "test_renamed"))
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
+    res.stdout.fnmatch_lines(["*unused baseline*test_server.json"])
+
+
+def test_regression_fails_with_readable_message(pytester, sim_url, slow_sim_url):
+    write_test(pytester, f"""
+@pytest.mark.goodput(scenario="concurrency", concurrency=4, requests=60, isl=16, osl=16)
+def test_closed_loop():
+    pass
+""")
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=1)
+    res = pytester.runpytest(f"--goodput-url={slow_sim_url}", "--goodput-baseline")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert "regressed: output throughput" in out and "tolerance 5.0%" in out
+    assert "interval [" in out
+    assert "Traceback" not in out
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_corrupt_and_foreign_baselines_are_errors_never_overwritten(pytester, sim_url):
+    write_test(pytester, SERVER_TEST)
+    base = pytester.path / ".goodput/baselines/test_perf/test_server.json"
+    base.parent.mkdir(parents=True)
+    for content, needle in (("{not json", "is not valid JSON"),
+                            ('{"some": "other tool"}', "is not a pytest-goodput baseline"),
+                            ('{"kind": "pytest-goodput-baseline", "schema_version": 99}',
+                             "schema_version 99")):
+        base.write_text(content)
+        res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline")
+        res.assert_outcomes(failed=1)
+        assert needle in res.stdout.str()
+        assert base.read_text() == content
+
+
+def test_slo_failure_fails_and_json_written(pytester, sim_url):
+    write_test(pytester, f"""
+@pytest.mark.goodput(scenario="server", {SMALL}, ttft_ms=0.001, attainment=0.5)
+def test_impossible():
+    pass
+""")
+    out = pytester.path / "out.json"
+    res = pytester.runpytest(f"--goodput-url={sim_url}", f"--goodput-json={out}")
+    res.assert_outcomes(failed=1)
+    assert "attainment" in res.stdout.str()
+    doc = json.loads(out.read_text())
+    (test,) = doc["tests"]
+    assert test["outcome"]["status"] if "status" in test["outcome"] else True
+    assert test["outcome"]["slos"][0]["ok"] is False
+    assert len(test["runs"][0]["requests"]) == 40
+
+
+def test_launch_selection_and_junit_properties(pytester):
+    write_test(pytester, SERVER_TEST)
+    cmd = f"{sys.executable} -m pytest_goodput sim --port {{port}}"
+    junit = pytester.path / "junit.xml"
+    res = pytester.runpytest(f"--goodput-serve={cmd}", f"--junitxml={junit}")
+    res.assert_outcomes(passed=1)
+    xml = junit.read_text()
+    assert 'name="goodput.throughput.output_tokens_per_s"' in xml
+    assert 'name="goodput.status" value="passed"' in xml
+
+
+def test_default_is_the_simulator_and_scale(pytester):
+    write_test(pytester, SERVER_TEST.replace("r.completed == 40", "r.completed == 10"))
+    res = pytester.runpytest("--goodput-scale=0.25")
+    res.assert_outcomes(passed=1)
+
+
+def test_cli_beats_ini_beats_env(pytester, sim_url, monkeypatch):
+    write_test(pytester, SERVER_TEST.replace("r.completed == 40", "r.completed == 20"))
+    monkeypatch.setenv("GOODPUT_SCALE", "0.1")  # would give 4 requests
+    monkeypatch.setenv("GOODPUT_URL", sim_url)
+    pytester.makeini("[pytest]\ngoodput_scale = 0.25\n")  # would give 10
+    res = pytester.runpytest("--goodput-scale=0.5")
+    res.assert_outcomes(passed=1)
+
+
+def test_marker_tolerance_beats_cli(pytester, sim_url, slow_sim_url):
+    body = """
+@pytest.mark.goodput(scenario="concurrency", concurrency=4, requests=60, isl=16, osl=16,
+                     tolerance=0.9, gate=["throughput.output_tokens_per_s"])
+def test_closed_loop():
+    pass
+"""
+    write_test(pytester, body)
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=1)
+    # Throughput halves; the marker tolerates a 90 % drop, so the CLI's 1 % does not apply.
+    res = pytester.runpytest(f"--goodput-url={slow_sim_url}", "--goodput-baseline", "--goodput-tolerance=0.01")
+    res.assert_outcomes(passed=1)
+
+
+def test_xdist_workers_refuse_goodput_tests(pytester, sim_url):
+    pytest.importorskip("xdist")
+    write_test(pytester, SERVER_TEST + "\n\ndef test_plain():\n    assert True\n")
+    res = pytester.runpytest("-n", "2", f"--goodput-url={sim_url}")
+    res.assert_outcomes(passed=1, failed=1)
+    assert "refuse to run under pytest-xdist" in res.stdout.str()
+
+
+def test_collect_only_starts_no_engine(pytester, monkeypatch):
+    write_test(pytester, SERVER_TEST)
+    import pytest_goodput.engine as eng
+
+    def boom(*a, **k):
+        raise AssertionError("engine started during collection")
+
+    monkeypatch.setattr(eng, "select", boom)
+    res = pytester.runpytest("--co", "-q")
+    assert res.ret == 0
+
+
+def test_unmarked_test_can_use_goodput_with_overrides(pytester, sim_url):
+    write_test(pytester, """
+def test_free_form(goodput):
+    r = goodput.run(scenario="offline", requests=5, isl=8, osl=4)
+    assert r.completed == 5
+    with pytest.raises(RuntimeError, match="already called"):
+        goodput.run()
+""")
+    pytester.runpytest(f"--goodput-url={sim_url}").assert_outcomes(passed=1)
+
+
+def test_bad_override_is_a_clean_failure(pytester, sim_url):
+    write_test(pytester, """
+def test_free_form(goodput):
+    goodput.run(scenario="offline", requests=0)
+""")
+    res = pytester.runpytest(f"--goodput-url={sim_url}")
+    res.assert_outcomes(failed=1)
+    assert "requests: Input should be greater than or equal to 1" in res.stdout.str()
+
+
+def test_unreachable_engine_is_a_clear_failure(pytester):
+    write_test(pytester, SERVER_TEST)
+    res = pytester.runpytest("--goodput-url=http://127.0.0.1:9/v1", "--goodput-model=m")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert "127.0.0.1:9" in out and "Traceback" not in out
+
+
+def test_baseline_dir_argument(pytester, sim_url):
+    write_test(pytester, SERVER_TEST)
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
+                             "--goodput-baseline=perf")
+    res.assert_outcomes(passed=1)
+    assert (Path(pytester.path) / "perf/test_perf/test_server.json").is_file()
