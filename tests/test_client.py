@@ -242,3 +242,27 @@ def test_keep_alive_reuses_connections(srv: RefServer) -> None:
             return len(c._session.connector._conns.get(next(iter(c._session.connector._conns)), []))
 
     assert run(go()) == 2  # two pooled connections carried six requests
+
+
+def test_open_connections_then_send(srv: RefServer) -> None:
+    async def go() -> tuple[int, RawExchange]:
+        async with OpenAIClient(url(srv), "ref-model", max_connections=4) as c:
+            opened = await c.open_connections(8)  # capped at max_connections
+            return opened, await c.send(plan(0, 3))
+
+    opened, ex = run(go())
+    assert opened == 4 and rec(ex).ok
+
+
+def test_reads_are_stamped_by_the_connection_protocol(srv: RefServer) -> None:
+    """The stamp is taken in data_received, so the stream's end equals the last read's stamp."""
+
+    async def go() -> tuple[RawExchange, list[Any]]:
+        async with OpenAIClient(url(srv), "ref-model", max_connections=1) as c:
+            ex = await c.send(plan(0, 3))
+            pooled = [proto for conns in c._session.connector._conns.values() for proto, _ in conns]
+            return ex, pooled
+
+    ex, pooled = run(go())
+    assert rec(ex).ok and len(pooled) == 1
+    assert ex.end_at == pooled[0].read_at and ex.reads[-1][0] <= ex.end_at

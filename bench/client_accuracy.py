@@ -1,0 +1,262 @@
+"""How much does the measuring client distort what it measures?
+
+Runs the reference server (tests/refserver.py) in its own process — TTFT 50 ms, one
+token per chunk every 10 ms, 128 output tokens — and compares what the client reports
+with what the server logged, on one CLOCK_MONOTONIC timeline:
+
+* receive lag: client read time of the first / last token - server write time;
+* reported TTFT and TPOT vs the server's true ones (first write - request read; span of
+  token writes / (n - 1)), and server read time - client ``sent_at``;
+* client CPU (process CPU seconds / wall seconds);
+* open-loop Poisson arrivals at 100 req/s (schedule precomputed with absolute deadlines):
+  achieved rate, inter-arrival CV, send lag P99.
+
+The same measurements are repeated with a plain httpx streaming client for comparison.
+
+    /work/venv/bin/python bench/client_accuracy.py            # about 80 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from pytest_goodput.client import OpenAIClient, RawExchange, RequestPlan, run  # noqa: E402
+from pytest_goodput.record import to_record  # noqa: E402
+
+TTFT_MS, ITL_MS, TOKENS = 50.0, 10.0, 128
+
+
+def pct(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    xs = sorted(values)
+    return xs[max(0, math.ceil(p / 100.0 * len(xs)) - 1)] if xs else float("nan")
+
+
+class HttpxClient:
+    """The comparison: httpx streaming, same request body, sent time from httpx's trace hook."""
+
+    def __init__(self, base_url: str, model: str, max_connections: int = 256) -> None:
+        self._body = OpenAIClient(base_url, model)  # only used to build identical bodies
+        self._url = self._body.base_url + "/completions"
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._hc = httpx.AsyncClient(limits=limits, timeout=60.0)
+
+    async def __aenter__(self) -> "HttpxClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._hc.aclose()
+
+    async def send(self, plan: RequestPlan) -> RawExchange:
+        data = self._body.build_body(plan)
+        ex = RawExchange(plan, None, None, None, [], None, None)
+
+        async def trace(name: str, info: dict) -> None:
+            if name == "http11.send_request_body.started" and ex.sent_at is None:
+                ex.sent_at = time.perf_counter()
+
+        append, clock = ex.reads.append, time.perf_counter
+        req = self._hc.build_request("POST", self._url, content=data, extensions={"trace": trace},
+                                     headers={"Content-Type": "application/json"})
+        resp = await self._hc.send(req, stream=True)
+        try:
+            ex.status = resp.status_code
+            async for chunk in resp.aiter_raw():
+                append((clock(), chunk))
+            ex.end_at = clock()
+        finally:
+            await resp.aclose()
+        return ex
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, str(ROOT / "tests" / "refserver.py"), "--port", "0",
+           "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-seconds", "300"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    if not line or line[0] != "READY":
+        proc.kill()
+        raise RuntimeError("reference server did not start")
+    return proc, f"http://127.0.0.1:{line[1]}"
+
+
+def server_log(url: str, reset: bool = False) -> dict[str, Any]:
+    if reset:
+        httpx.post(url + "/_reset")
+        return {}
+    return httpx.get(url + "/_log", timeout=30).json()
+
+
+def plan(i: int, at: float, n: int = TOKENS) -> RequestPlan:
+    return RequestPlan(index=i, prompt="x", prompt_tokens=1, max_tokens=n, scheduled_at=at)
+
+
+async def closed_loop(client: Any, users: int, per_user: int) -> list[RawExchange]:
+    out: list[RawExchange] = []
+
+    async def user(u: int) -> None:
+        for k in range(per_user):
+            out.append(await client.send(plan(u * per_user + k, time.perf_counter())))
+
+    await asyncio.gather(*(user(u) for u in range(users)))
+    return out
+
+
+async def poisson(client: Any, rate: float, seconds: float, tokens: int, seed: int = 7) -> list[RawExchange]:
+    gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=int(rate * seconds))
+    t0 = time.perf_counter() + 0.05
+    deadlines = t0 + np.cumsum(gaps) - gaps[0]
+    tasks = []
+    for i, at in enumerate(deadlines.tolist()):
+        delay = at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.ensure_future(client.send(plan(i, at, tokens))))
+    return list(await asyncio.gather(*tasks))
+
+
+def phase(make: Callable[[], Any], body: Callable[[Any], Any]) -> tuple[list[RawExchange], float]:
+    async def go() -> tuple[list[RawExchange], float]:
+        async with make() as client:
+            if hasattr(client, "open_connections"):
+                await client.open_connections(64)
+            c0, w0 = time.process_time(), time.perf_counter()
+            exs = await body(client)
+            return exs, (time.process_time() - c0) / (time.perf_counter() - w0)
+
+    return run(go())
+
+
+def accuracy(exs: list[RawExchange], log: dict[str, Any], cpu: float) -> dict[str, float]:
+    recs = [to_record(ex, stream=True, api="completions", min_output_tokens=ex.plan.max_tokens) for ex in exs]
+    bad = [r for r in recs if not r.ok]
+    if bad:
+        print(f"  !! {len(bad)} failed requests, first: {bad[0].error_kind}: {bad[0].error_detail}")
+    good = [r for r in recs if r.ok]
+    lag_first, lag_last, read, ttft_c, ttft_s, tpot_c, tpot_s = ([] for _ in range(7))
+    for r in good:
+        e = log[r.response_id]
+        w = e["token_writes"]
+        lag_first.append((r.first_token_at - w[0]) * 1e3)
+        lag_last.append((r.last_token_at - w[-1]) * 1e3)
+        read.append((e["read_at"] - r.sent_at) * 1e3)
+        ttft_c.append(r.ttft_ms)
+        ttft_s.append((w[0] - e["read_at"]) * 1e3)
+        tpot_c.append(r.tpot_ms)
+        tpot_s.append((w[-1] - w[0]) * 1e3 / (len(w) - 1))
+    return {
+        "n": len(good), "lag_first_p50": pct(lag_first, 50), "lag_first_p99": pct(lag_first, 99),
+        "lag_last_p50": pct(lag_last, 50), "lag_last_p99": pct(lag_last, 99),
+        "ttft_p50": pct(ttft_c, 50), "ttft_true_p50": pct(ttft_s, 50),
+        "ttft_p99": pct(ttft_c, 99), "ttft_true_p99": pct(ttft_s, 99),
+        "tpot_p50": pct(tpot_c, 50), "tpot_true_p50": pct(tpot_s, 50),
+        "tpot_p99": pct(tpot_c, 99), "tpot_true_p99": pct(tpot_s, 99),
+        "read_minus_sent_p50": pct(read, 50), "cpu": cpu,
+    }
+
+
+def arrivals(exs: list[RawExchange], rate: float) -> dict[str, float]:
+    sent = np.sort(np.array([ex.sent_at for ex in exs if ex.sent_at is not None]))
+    gaps = np.diff(sent)
+    lag = [(ex.sent_at - ex.plan.scheduled_at) * 1e3 for ex in exs if ex.sent_at is not None]
+    ok = sum(1 for ex in exs if to_record(ex, stream=True, api="completions").ok)
+    return {"n": len(exs), "ok": ok, "rate": (len(sent) - 1) / (sent[-1] - sent[0]), "target": rate,
+            "cv": float(gaps.std() / gaps.mean()), "send_lag_p50": pct(lag, 50), "send_lag_p99": pct(lag, 99)}
+
+
+def row(name: str, a: float, b: float | None, unit: str = "ms") -> str:
+    ratio = f"{b / a:8.1f}x" if b is not None and a > 0 else ""
+    bs = f"{b:10.3f}" if b is not None else " " * 10
+    return f"  {name:<34}{a:10.3f}{bs} {unit:<5}{ratio}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="client measurement accuracy vs a timing-exact server")
+    ap.add_argument("--c1-requests", type=int, default=10)
+    ap.add_argument("--c64-rounds", type=int, default=3)
+    ap.add_argument("--rate", type=float, default=100.0)
+    ap.add_argument("--poisson-seconds", type=float, default=8.0)
+    ap.add_argument("--poisson-tokens", type=int, default=32)
+    ap.add_argument("--skip-httpx", action="store_true")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    load_before = os.getloadavg()
+    proc, url = start_server()
+    clients: dict[str, Callable[[], Any]] = {
+        "aiohttp": lambda: OpenAIClient(url, "ref-model", max_connections=256),
+    }
+    if not args.skip_httpx:
+        clients["httpx"] = lambda: HttpxClient(url, "ref-model")
+    res: dict[str, dict[str, dict[str, float]]] = {}
+    try:
+        for name, make in clients.items():
+            res[name] = {}
+            for label, body in (
+                ("c1", lambda c: closed_loop(c, 1, args.c1_requests)),
+                ("c64", lambda c: closed_loop(c, 64, args.c64_rounds)),
+            ):
+                server_log(url, reset=True)
+                exs, cpu = phase(make, body)
+                res[name][label] = accuracy(exs, server_log(url), cpu)
+            server_log(url, reset=True)
+            exs, cpu = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens))
+            res[name]["poisson"] = {**arrivals(exs, args.rate), "cpu": cpu}
+            print(f"[{name} done at {time.perf_counter() - t_start:.0f} s]", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+    a, h = res["aiohttp"], res.get("httpx")
+    print(f"\nserver: TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, {TOKENS} tokens; "
+          f"c1 n={a['c1']['n']}, c64 n={a['c64']['n']}, poisson {args.rate:g}/s x {args.poisson_seconds:g} s "
+          f"({args.poisson_tokens} tokens) n={a['poisson']['n']}")
+    print(f"  {'metric':<34}{'aiohttp':>10}{'httpx' if h else '':>10} unit  httpx/aiohttp")
+    for label in ("c1", "c64"):
+        print(f" concurrency {label[1:]}")
+        for key, unit in (("lag_first_p50", "ms"), ("lag_first_p99", "ms"), ("lag_last_p50", "ms"),
+                          ("lag_last_p99", "ms"), ("ttft_p50", "ms"), ("ttft_true_p50", "ms"),
+                          ("ttft_p99", "ms"), ("ttft_true_p99", "ms"), ("tpot_p50", "ms"),
+                          ("tpot_true_p50", "ms"), ("tpot_p99", "ms"), ("tpot_true_p99", "ms"),
+                          ("read_minus_sent_p50", "ms"), ("cpu", "core")):
+            print(row(key, a[label][key], h[label][key] if h else None, unit))
+    print(" poisson")
+    for key, unit in (("rate", "req/s"), ("cv", ""), ("send_lag_p50", "ms"), ("send_lag_p99", "ms"),
+                      ("ok", "req"), ("cpu", "core")):
+        print(row(key, a["poisson"][key], h["poisson"][key] if h else None, unit))
+
+    c1, c64, po = a["c1"], a["c64"], a["poisson"]
+    bars = [
+        ("c64 receive lag P50 <= 0.5 ms (first, last)", max(c64["lag_first_p50"], c64["lag_last_p50"]) <= 0.5),
+        ("c64 receive lag P99 <= 3 ms (first, last)", max(c64["lag_first_p99"], c64["lag_last_p99"]) <= 3.0),
+        ("c64 server read within 2 ms of sent_at (P50)", abs(c64["read_minus_sent_p50"]) <= 2.0),
+        ("c64 TPOT P50 within 0.5 ms of truth", abs(c64["tpot_p50"] - c64["tpot_true_p50"]) <= 0.5),
+        ("c1 TTFT P50 within 0.5 ms of truth", abs(c1["ttft_p50"] - c1["ttft_true_p50"]) <= 0.5),
+        (f"poisson rate within 2 % of {args.rate:g}/s", abs(po["rate"] / args.rate - 1) <= 0.02),
+        ("poisson inter-arrival CV within 0.1 of 1.0", abs(po["cv"] - 1.0) <= 0.1),
+        ("poisson send lag P99 <= 1 ms", po["send_lag_p99"] <= 1.0),
+    ]
+    print()
+    for text, ok in bars:
+        print(f"  {'PASS' if ok else 'FAIL'}  {text}")
+    load_after = os.getloadavg()
+    print(f"\ntotal {time.perf_counter() - t_start:.0f} s; 1-min load average {load_before[0]:.2f} before, "
+          f"{load_after[0]:.2f} after, on {os.cpu_count()} cores (client and server share them)")
+    return 0 if all(ok for _, ok in bars) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
