@@ -7,7 +7,7 @@ by the plugin after its body.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 from .engine import Engine
 from .results import RunResult
@@ -23,11 +23,13 @@ class GoodputHarness:
         nodeid: str,
         marker_args: dict[str, Any],
         engine_getter: Any,
+        progress_stream: Optional[TextIO] = None,
     ) -> None:
         self._session = session
         self._nodeid = nodeid
         self._marker_args = marker_args
         self._engine_getter = engine_getter
+        self._progress_stream = progress_stream
         self.spec: Optional[ScenarioSpec] = None
         self.measurement: Optional[Measurement] = None
         self.engine: Optional[Engine] = None
@@ -44,7 +46,8 @@ class GoodputHarness:
         total = (spec.requests or 0) + spec.warmup_requests
         if spec.scenario == "sweep" and spec.sweep:
             total *= len(spec.sweep)
-        bar = Progress(total=total or None, label=self._nodeid.rpartition("::")[2])
+        bar = Progress(total=total or None, label=self._nodeid.rpartition("::")[2],
+                       stream=self._progress_stream)
         try:
             m = measure(spec, eng, progress=lambda done, _total: bar.update(done))
         finally:

@@ -141,6 +141,7 @@ def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
         item.nodeid,
         item.stash.get(_spec_args_key, {}),
         lambda: request.getfixturevalue("goodput_engine"),
+        progress_stream=_TerminalStream(request.config),
     )
     item.stash[_harness_key] = harness
     return harness
@@ -151,6 +152,28 @@ def _goodput_marked(request: pytest.FixtureRequest) -> None:
     """Give every marked test the ``goodput`` fixture even if it does not ask for it."""
     if _spec_args_key in request.node.stash:
         request.getfixturevalue("goodput")
+
+
+class _TerminalStream:
+    """Progress lines go to the terminal past pytest's output capture, each on its own line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> None:
+        pm = self._config.pluginmanager
+        tr, capman = pm.getplugin("terminalreporter"), pm.getplugin("capturemanager")
+        if tr is None or capman is None:
+            return
+        with capman.global_and_fixture_disabled():
+            tr.ensure_newline()
+            tr.write(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def _xdist_worker(config: pytest.Config) -> bool:
@@ -201,7 +224,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr = terminalreporter
     tr.section("goodput")
     if session.outcomes:
-        tr.write_line(render_summary(session.outcomes))
+        from .report.terminal import supports_unicode
+
+        ascii_only = not supports_unicode(getattr(tr._tw, "_file", None))
+        tr.write_line(render_summary(session.outcomes, width=tr._tw.fullwidth, ascii=ascii_only))
     for path in session.written:
         tr.write_line(f"baseline written: {path}")
     for note in session.skipped_writes:

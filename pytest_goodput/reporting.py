@@ -28,4 +28,4 @@ def write_session_reports(gs: "GoodputSession", write: Callable[[str], None] = p
             write_atomic(Path(s.report), md)
         if on_github:
             append_step_summary(md, os.environ)
-            emit(gs.outcomes, write=write)
+            emit(gs.outcomes, write=write, rootdir=gs.rootdir)

@@ -84,6 +84,6 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
         kind="sweep",
         frontier={
             "points": [p.model_dump(mode="json") for p in points],
-            "frontier": [p.model_dump(mode="json") for p in front],
+            "current": [p.model_dump(mode="json") for p in front],
         },
     )

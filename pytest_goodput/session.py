@@ -131,7 +131,7 @@ class GoodputSession:
             from .frontier import FrontierPoint, compare_frontiers
 
             b = [FrontierPoint.model_validate(p) for p in base.latest.frontier]
-            c = [FrontierPoint.model_validate(p) for p in view.get("frontier", [])]
+            c = [FrontierPoint.model_validate(p) for p in view.get("current", [])]
             view["baseline"] = base.latest.frontier
             view["comparison"] = compare_frontiers(b, c, self.settings.tolerance or 0.05).model_dump(
                 mode="json"
@@ -148,7 +148,7 @@ class GoodputSession:
             environment=env,
             summary=key_metrics(m.result),
             samples=[Samples.from_records(r.requests, r.window.seconds) for r in m.runs],
-            frontier=(m.frontier or {}).get("frontier"),
+            frontier=(m.frontier or {}).get("current"),
         )
         store.record(
             path,

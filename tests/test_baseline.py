@@ -1,0 +1,86 @@
+"""Baseline store: paths, validation, history, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from pytest_goodput import baseline as store
+from pytest_goodput.fingerprint import Fingerprint
+from pytest_goodput.results import Samples
+
+
+def run(hardware: str = "h100", ttft: float = 10.0) -> store.BaselineRun:
+    return store.BaselineRun(
+        recorded_at="2026-11-29T00:00:00+00:00",
+        environment=Fingerprint(identity={"hardware": hardware, "model": "m", "scenario_hash": "x"},
+                                provenance={"engine_version": "1"}),
+        summary={"metrics.ttft_ms.p99": ttft},
+        samples=[Samples(window_s=1.0, ok=[True], ttft_ms=[ttft], tpot_ms=[1.0], e2e_ms=[20.0],
+                         output_tokens=[8], prompt_tokens=[16])],
+    )
+
+
+def test_path_for_is_readable_and_safe(tmp_path):
+    p = store.path_for(tmp_path, "tests/perf/test_x.py::TestA::test_b[rate=4-chat]")
+    assert p == tmp_path / "tests/perf/test_x/TestA.test_b[rate=4-chat].json"
+    evil = store.path_for(tmp_path, "../../etc/test_x.py::test a/b")
+    assert tmp_path in evil.parents and evil.name == "test_a_b.json"
+
+
+def test_round_trip_and_history(tmp_path):
+    path = tmp_path / "b.json"
+    assert store.load(path) is None
+    doc = None
+    for i in range(7):
+        doc = store.record(path, nodeid="t.py::t", spec={"rate": 1}, spec_hash="x",
+                           run=run(ttft=float(i)), existing=doc, history=5)
+    loaded = store.load(path)
+    assert loaded is not None and len(loaded.runs) == 5
+    assert [r.summary["metrics.ttft_ms.p99"] for r in loaded.runs] == [2.0, 3.0, 4.0, 5.0, 6.0]
+    # a new identity (other hardware) or a new spec starts a fresh history
+    doc = store.record(path, nodeid="t.py::t", spec={"rate": 1}, spec_hash="x",
+                       run=run(hardware="a100"), existing=loaded)
+    assert len(doc.runs) == 1
+    doc = store.record(path, nodeid="t.py::t", spec={"rate": 2}, spec_hash="y", run=run(), existing=doc)
+    assert len(store.load(path).runs) == 1 and store.load(path).spec_hash == "y"
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("{oops", "is not valid JSON"),
+        ("[]", "is not a pytest-goodput baseline"),
+        ('{"kind": "pytest-goodput-baseline", "schema_version": 0}', "schema_version 0"),
+        ('{"kind": "pytest-goodput-baseline", "schema_version": 1, "nodeid": 3}', "is invalid at"),
+    ],
+)
+def test_bad_files_are_named_errors(tmp_path, content, needle):
+    path = tmp_path / "b.json"
+    path.write_text(content)
+    with pytest.raises(store.BaselineError) as ei:
+        store.load(path)
+    assert str(path) in str(ei.value) and needle in str(ei.value)
+
+
+def test_interrupted_write_leaves_old_file_intact(tmp_path, monkeypatch):
+    path = tmp_path / "b.json"
+    store.write_atomic(path, '{"old": true}')
+
+    def crash(src, dst):
+        raise KeyboardInterrupt("killed mid-write")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_atomic(path, '{"new": true}')
+    assert json.loads(path.read_text()) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]  # no temp file left behind
+
+
+def test_find_all_skips_foreign_files(tmp_path):
+    store.record(tmp_path / "a/x.json", nodeid="a.py::x", spec={}, spec_hash="h", run=run(), existing=None)
+    (tmp_path / "a/other.json").write_text('{"foo": 1}')
+    (tmp_path / "a/broken.json").write_text("{")
+    assert store.find_all(tmp_path) == {"a.py::x": tmp_path / "a/x.json"}
