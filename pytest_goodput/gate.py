@@ -46,6 +46,8 @@ def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
 
 def default_gate(spec: ScenarioSpec) -> tuple[str, ...]:
     """Metrics gated when the marker names none: each scenario's headline numbers."""
+    if spec.scenario in ("sweep", "capacity"):
+        return ()  # judged as a frontier / a capacity, not per run
     if spec.scenario == "offline":
         return ("throughput.output_tokens_per_s",)
     if spec.scenario == "concurrency":
@@ -54,6 +56,27 @@ def default_gate(spec: ScenarioSpec) -> tuple[str, ...]:
     if spec.has_request_slos:
         gated += ("goodput.requests_per_s",)
     return gated + ("metrics.ttft_ms.p99", "metrics.tpot_ms.p99")
+
+
+def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -> list:
+    """The gated metrics with their direction and tolerance.
+
+    Tolerance precedence: ``tolerances[metric]`` > marker ``tolerance`` > command line / ini
+    (``default_tolerance``) > the metric's own default.
+    """
+    from .verdicts import DEFAULT_METRICS, MetricDef
+
+    defs = []
+    for path in spec.gate or default_gate(spec):
+        base = DEFAULT_METRICS.get(path)
+        direction = base.direction if base else ("lower" if "_ms" in path else "higher")
+        tol = spec.tolerances.get(path)
+        if tol is None:
+            tol = spec.tolerance if spec.tolerance is not None else default_tolerance
+        if tol is None:
+            tol = base.tolerance if base else 0.05
+        defs.append(MetricDef(path=path, direction=direction, tolerance=tol))
+    return defs
 
 
 def slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
@@ -106,9 +129,10 @@ def build_outcome(
     strict: bool,
     default_tolerance: Optional[float],
     seed: int = 0,
+    extra_comparisons: Optional[list[MetricComparison]] = None,
 ) -> TestOutcome:
     """Judge one test: SLOs of the current run, then the comparison with its baseline."""
-    from .verdicts import DEFAULT_METRICS, MetricDef, compare
+    from .verdicts import compare
 
     head = results[-1]
     outcome = TestOutcome(
@@ -138,19 +162,12 @@ def build_outcome(
         return outcome.model_copy(
             update={**update, "baseline_status": "incomparable", "incomparable_reasons": reasons}
         )
-    gated = spec.gate or default_gate(spec)
-    defs = []
-    for path in gated:
-        base = DEFAULT_METRICS.get(path)
-        direction = base.direction if base else ("lower" if path.endswith("_ms") or "_ms." in path else "higher")
-        tol = spec.tolerances.get(path, spec.tolerance if spec.tolerance is not None else default_tolerance)
-        if tol is None:
-            tol = base.tolerance if base else 0.05
-        defs.append(MetricDef(path=path, direction=direction, tolerance=tol))
+    defs = metric_defs(spec, default_tolerance)
     baseline_runs = [s for run in baseline.runs for s in run.samples]
     # All repeats of the latest run feed the current side; history gives run-to-run spread.
     current_runs = [Samples.from_records(r.requests, r.window.seconds) for r in results]
     comparisons: list[MetricComparison] = compare(baseline_runs, current_runs, defs, seed=seed)
+    comparisons += extra_comparisons or []
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons}
     )
