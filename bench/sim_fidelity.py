@@ -5,13 +5,13 @@
    engine step that produced it) and the time it was written. The client (the project's
    :class:`OpenAIClient`, in this process) stamps every read. Reported: P50/P99/max of
    written - intended (server) and received - intended (end to end over loopback).
-2. Ceiling: a 4x faster profile (``--time-scale 0.25``), Poisson rate raised step by step
+2. Ceiling: a 10x faster profile (``--time-scale 0.1``), Poisson rate raised step by step
    until the P99 write-time error passes 2 ms: the highest token rate the simulator
    sustains on this machine with the client beside it.
 
 ``--tables`` instead prints the virtual-time tables of ``docs/simulator.md`` (no server).
 
-Usage: python bench/sim_fidelity.py [--knee-seconds 20] [--step-seconds 8] [--tables]
+Usage: python bench/sim_fidelity.py [--knee-seconds 20] [--step-seconds 6] [--tables]
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def tables() -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--knee-seconds", type=float, default=20.0)
-    ap.add_argument("--step-seconds", type=float, default=8.0)
+    ap.add_argument("--step-seconds", type=float, default=6.0)
     ap.add_argument("--tables", action="store_true")
     a = ap.parse_args()
     if a.tables:
@@ -210,12 +210,16 @@ def main() -> int:
     print(summary("default preset @ 16 req/s (knee)", knee, a.knee_seconds), flush=True)
     ok = pct(knee["recv"], 99) <= LIMIT_MS and pct(knee["write"], 99) <= LIMIT_MS
     print(f"knee fidelity P99 <= {LIMIT_MS} ms: {'PASS' if ok else 'FAIL'}", flush=True)
-    best = None
-    for rate in (20, 30, 40, 50, 60, 70, 80, 100):
-        e = run_level(float(rate), a.step_seconds, rate, "--time-scale", "0.25")
-        print(summary(f"time_scale 0.25 @ {rate} req/s", e, a.step_seconds), flush=True)
+    best, misses = None, 0
+    for rate in (30, 50, 70, 90, 110, 130, 150):
+        e = run_level(float(rate), a.step_seconds, rate, "--time-scale", "0.1")
+        print(summary(f"time_scale 0.1 @ {rate} req/s", e, a.step_seconds), flush=True)
         if pct(e["write"], 99) > LIMIT_MS:
-            break
+            misses += 1
+            if misses == 2 or time.perf_counter() - t_start > 150:
+                break
+            continue  # one miss may be a noisy neighbour; two in a row is the ceiling
+        misses = 0
         best = (rate, e["tokens"] / a.step_seconds)
     if best:
         print(f"highest sustained level: {best[0]} req/s, {best[1]:.0f} streamed tokens/s "

@@ -436,7 +436,8 @@ async def _serve(profile: SimProfile, host: str, port: int, trace: Optional[str]
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     config = uvicorn.Config(build_app(engine), log_level="warning", access_log=False,
-                            lifespan="off", loop="none", http="httptools", backlog=1024)
+                            lifespan="off", loop="none", http="httptools", backlog=1024,
+                            proxy_headers=False)
     server = uvicorn.Server(config)
     logging.getLogger("uvicorn.error").addFilter(_DropFilter())
     task = asyncio.create_task(server.serve(sockets=[sock]))
