@@ -46,7 +46,7 @@ XFAIL_X_NOISE = pytest.mark.xfail(
 
 
 def run_sweep(kv_tokens: int = KV_TOKENS) -> Measurement:
-    """One sweep on a fresh simulator (a reused one would serve prompts from its prefix cache)."""
+    """One sweep on a fresh simulator: baseline and current each get their own engine, as in CI."""
     from pytest_goodput.engine import simulator
 
     with simulator(kv_capacity_tokens=kv_tokens) as engine:
