@@ -8,6 +8,7 @@ over the preset (``--preset`` / ``GOODPUT_SIM_PRESET``, default ``default``).
 
 from __future__ import annotations
 
+import argparse
 import os
 from typing import Any, Literal, Mapping, Optional
 
@@ -154,3 +155,20 @@ def profile_from_env_and_args(
             lines.append(f"  {loc} ({env_name} / --{loc.replace('_', '-')}): {e['msg']}"
                          f" (got {e.get('input')!r})")
         raise SimProfileError("\n".join(lines)) from None
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--preset`` and one ``--kebab-case`` flag per knob (default None: not given)."""
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                        help=f"starting values (env {ENV_PREFIX}PRESET, default 'default')")
+    for name, f in SimProfile.model_fields.items():
+        if name == "preset":
+            continue
+        flag = "--" + name.replace("_", "-")
+        helptext = f"{f.description} (env {ENV_PREFIX}{name.upper()})"
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                                help=helptext)
+            continue
+        kind = int if name in ("max_queue", "error_status", "queue_full_status") else type(f.default)
+        parser.add_argument(flag, type=kind, default=None, help=helptext)

@@ -23,7 +23,7 @@ import zlib
 from typing import Any, Optional
 
 from .model import EngineModel, RequestTooLong, draw_output_length
-from .profile import PRESETS, SimProfile, SimProfileError, profile_from_env_and_args
+from .profile import SimProfile, SimProfileError, add_profile_arguments, profile_from_env_and_args
 
 _VOCAB = (
     "the of and to in is was for on that with as by at from it an be this are or which "
@@ -201,7 +201,7 @@ def _prompt_of(body: dict[str, Any], chat: bool) -> tuple[str, int]:
     if chat:
         parts: list[str] = []
         for msg in body.get("messages") or []:
-            content = msg.get("content")
+            content = msg.get("content") if isinstance(msg, dict) else None
             if isinstance(content, str):
                 parts.append(content)
             elif isinstance(content, list):
@@ -265,8 +265,9 @@ class _SSE:
                     await st.waiter
                     continue
                 if stall_at is not None and ready > stall_at:
-                    ready, stall_at = stall_at, None
+                    ready = stall_at  # write up to the stall point, then pause once
                     if ready == sent:
+                        stall_at = None
                         e.stalls += 1
                         await asyncio.sleep(e.profile.stall_ms / 1000.0)
                         continue
@@ -373,32 +374,33 @@ def _metrics_registry(engine: SimEngine) -> Any:
     from prometheus_client import CollectorRegistry
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+    m = engine.model
+    gauges = (
+        ("vllm:num_requests_running", "Sequences in the running batch.", lambda: m.num_running),
+        ("vllm:num_requests_waiting", "Requests waiting to be scheduled.", lambda: m.num_waiting),
+        ("vllm:kv_cache_usage_perc", "KV-cache usage, 0..1.", lambda: m.kv_usage),
+    )
+    counters = (
+        ("vllm:num_preemptions", "Preemptions (recompute).", lambda: m.preemptions_total),
+        ("vllm:generation_tokens", "Generated tokens.", lambda: m.generation_tokens_total),
+        ("vllm:prompt_tokens", "Prefilled prompt tokens.", lambda: m.prompt_tokens_total),
+        ("vllm:prefix_cache_queries", "Prompt tokens looked up.", lambda: m.prefix_cache_queries_total),
+        ("vllm:prefix_cache_hits", "Prompt tokens found cached.", lambda: m.prefix_cache_hits_total),
+        ("goodput_sim:steps", "Engine steps.", lambda: m.steps_total),
+        ("goodput_sim:injected_errors", "Requests failed by error_rate.", lambda: engine.errors_injected),
+        ("goodput_sim:refused", "Requests refused by max_queue.", lambda: engine.refused),
+        ("goodput_sim:dropped_streams", "Streams cut by drop_prob.", lambda: engine.drops),
+        ("goodput_sim:stalled_streams", "Streams stalled by stall_prob.", lambda: engine.stalls),
+    )
+
     class _Collector:
         def collect(self) -> Any:
-            m, lbl = engine.model, [engine.profile.model_name]
-            for name, doc, value in (
-                ("vllm:num_requests_running", "Sequences in the running batch.", m.num_running),
-                ("vllm:num_requests_waiting", "Requests waiting to be scheduled.", m.num_waiting),
-                ("vllm:kv_cache_usage_perc", "KV-cache usage, 0..1.", m.kv_usage),
-            ):
-                g = GaugeMetricFamily(name, doc, labels=["model_name"])
-                g.add_metric(lbl, value)
-                yield g
-            for name, doc, value in (
-                ("vllm:num_preemptions", "Preemptions (recompute).", m.preemptions_total),
-                ("vllm:generation_tokens", "Generated tokens.", m.generation_tokens_total),
-                ("vllm:prompt_tokens", "Prefilled prompt tokens.", m.prompt_tokens_total),
-                ("vllm:prefix_cache_queries", "Prompt tokens looked up.", m.prefix_cache_queries_total),
-                ("vllm:prefix_cache_hits", "Prompt tokens found cached.", m.prefix_cache_hits_total),
-                ("goodput_sim:steps", "Engine steps.", m.steps_total),
-                ("goodput_sim:injected_errors", "Requests failed by error_rate.", engine.errors_injected),
-                ("goodput_sim:refused", "Requests refused by max_queue.", engine.refused),
-                ("goodput_sim:dropped_streams", "Streams cut by drop_prob.", engine.drops),
-                ("goodput_sim:stalled_streams", "Streams stalled by stall_prob.", engine.stalls),
-            ):
-                c = CounterMetricFamily(name, doc, labels=["model_name"])
-                c.add_metric(lbl, value)
-                yield c
+            lbl = [engine.profile.model_name]
+            for family, table in ((GaugeMetricFamily, gauges), (CounterMetricFamily, counters)):
+                for name, doc, read in table:
+                    metric = family(name, doc, labels=["model_name"])
+                    metric.add_metric(lbl, read())
+                    yield metric
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector())  # type: ignore[arg-type]
@@ -410,20 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pytest-goodput sim", description="Run the engine simulator.")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    ap.add_argument("--preset", choices=sorted(PRESETS), default=None)
     ap.add_argument("--trace", default=None, help="append intended/actual token write times (JSONL)")
-    for fname, f in SimProfile.model_fields.items():
-        if fname == "preset":
-            continue
-        flag = "--" + fname.replace("_", "-")
-        kind = {bool: None, int: int, float: float, str: str}.get(type(f.default))
-        if fname in ("max_queue", "error_status", "queue_full_status"):
-            kind = int
-        helptext = f"{f.description} (env GOODPUT_SIM_{fname.upper()})"
-        if kind is None:
-            ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=helptext)
-        else:
-            ap.add_argument(flag, type=kind, default=None, help=helptext)
+    add_profile_arguments(ap)
     return ap
 
 
