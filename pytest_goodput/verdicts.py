@@ -22,13 +22,14 @@ from .results import Samples
 
 Kind = Literal["proportion", "rate", "percentile", "mean"]
 
-#: Two-sided confidence of the interval of the relative change (one-sided α = 2 %).
-CONFIDENCE = 0.96
+#: Two-sided confidence of the interval of the relative change (one-sided α = 1 %).
+CONFIDENCE = 0.98
 #: Default run-to-run coefficient of variation per metric kind, used as a prior.
-DEFAULT_RUN_CV: dict[str, float] = {"proportion": 0.02, "rate": 0.03, "percentile": 0.05, "mean": 0.03}
+DEFAULT_RUN_CV: dict[str, float] = {"proportion": 0.02, "rate": 0.03, "percentile": 0.065, "mean": 0.05}
 #: Weight of that prior, in pseudo-runs (degrees of freedom).
 PRIOR_RUNS = 4.0
 BOOTSTRAP_RESAMPLES = 2000
+_UNBOUNDED = 1e9
 
 
 @dataclass(frozen=True)
@@ -162,14 +163,16 @@ def _pooled(runs: Sequence[Samples], path: str) -> Optional[Samples]:
 
 
 def _log(x: float) -> float:
+    if x == math.inf:
+        return math.inf
     return math.log(x) if x > 0 else -math.inf
 
 
 # --- within-run intervals of the contrast (analysis scale) -----------------------------
 
 
-def _within(kind: Kind, pct: Optional[float], path: str, cur: Samples, base: Samples,
-            b_val: float, conf: float, seed: int) -> tuple[float, float, str]:
+def _within(kind: Kind, pct: Optional[float], path: str, direction: str, cur: Samples,
+            base: Samples, b_val: float, conf: float, seed: int) -> tuple[float, float, str]:
     """Interval of the contrast from request-level noise only.
 
     Scale: relative difference for proportions, log-ratio for everything else.
@@ -184,9 +187,15 @@ def _within(kind: Kind, pct: Optional[float], path: str, cur: Samples, base: Sam
         assert pct is not None
         qc = stats.quantile_interval(xc, min(pct, 99.999), conf)
         qb = stats.quantile_interval(xb, min(pct, 99.999), conf)
+        # Too few samples to bound a side: the bounds that only decide "improved"
+        # (current upper, baseline lower) are truncated at the sample extreme so the
+        # interval stays finite; the ones that decide "regressed" stay unbounded.
+        if direction == "lower":
+            qc, qb = (qc[0], min(qc[1], float(xc[-1]))), (max(qb[0], float(xb[0])), qb[1])
+        else:
+            qc, qb = (max(qc[0], float(xc[0])), qc[1]), (qb[0], min(qb[1], float(xb[-1])))
         d = _log(metric_value(cur, path) or 0.0) - _log(b_val)
-        lc, uc = _log(qc[0]), _log(qc[1]) if math.isfinite(qc[1]) else math.inf
-        lb, ub = _log(qb[0]), _log(qb[1]) if math.isfinite(qb[1]) else math.inf
+        lc, uc, lb, ub = _log(qc[0]), _log(qc[1]), _log(qb[0]), _log(qb[1])
         yc, yb = d + _log(b_val), _log(b_val)
         lo = d - math.hypot(yc - lc, ub - yb)  # MOVER: Newcombe's rule on the log scale
         hi = d + math.hypot(uc - yc, yb - lb)
@@ -266,14 +275,14 @@ def _between(kind: Kind, pct: Optional[float], path: str, base_runs: Sequence[Sa
             w2 += [_run_se(kind, pct, path, s, b_val) ** 2 for s in group]
     if dof == 0:
         return cv0, PRIOR_RUNS, (
-            f"single baseline run: run-to-run spread unknown, assumed CV {cv0:.0%} "
+            f"single baseline run: run-to-run spread unknown, assumed CV {cv0:.1%} "
             f"({PRIOR_RUNS:g} pseudo-runs)"
         )
     excess = max(ss / dof - float(np.mean(w2)), 0.0)
     var = (PRIOR_RUNS * cv0**2 + dof * excess) / (PRIOR_RUNS + dof)
     note = (
         f"run-to-run CV {math.sqrt(excess):.1%} from {len(base_runs)} baseline + "
-        f"{len(cur_runs)} current runs, shrunk to {math.sqrt(var):.1%} towards default {cv0:.0%}"
+        f"{len(cur_runs)} current runs, shrunk to {math.sqrt(var):.1%} towards default {cv0:.1%}"
     )
     return math.sqrt(var), PRIOR_RUNS + dof, note
 
@@ -344,7 +353,9 @@ def compare_metric(
         verdict = "regressed" if defn.direction == "higher" else "improved"
         return _result(defn, verdict, base=b_val, cur=c_val, change=change,
                        note="current value is 0: judged by direction only")
-    lo_w, hi_w, method = _within(kind, pct, defn.path, cur_s, base_s, b_val, confidence, seed)
+    lo_w, hi_w, method = _within(
+        kind, pct, defn.path, defn.direction, cur_s, base_s, b_val, confidence, seed
+    )
     sd_b, df_b, note = _between(kind, pct, defn.path, baseline_runs, current_runs, b_val, run_cv)
     hb = stats.t_ppf(0.5 + confidence / 2.0, df_b) * sd_b * math.sqrt(
         1.0 / len(current_runs) + 1.0 / len(baseline_runs)
@@ -354,6 +365,7 @@ def compare_metric(
     hi = d + math.hypot(hi_w - d, hb) if not math.isnan(hi_w) else math.inf
     if kind != "proportion":
         lo, hi = math.expm1(lo), math.expm1(hi)
+    lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
     return _result(
         defn, verdict, base=b_val, cur=c_val, change=change, interval=(lo, hi),

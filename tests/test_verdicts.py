@@ -112,8 +112,8 @@ def test_identical_runs_pass() -> None:
 
 def test_clear_drop_with_many_samples_regresses() -> None:
     rng = np.random.default_rng(11)
-    base = [_run(rng, n=1000) for _ in range(3)]
-    cur = [_run(rng, n=1000, scale=1.3, pgood=0.95 * 0.7)]
+    base = [_run(rng, n=3000) for _ in range(3)]
+    cur = [_run(rng, n=3000, scale=1.3, pgood=0.95 * 0.7)]
     cs = _by_metric(compare(base, cur, DEFAULT_METRICS.values()))
     for path in ("goodput.requests_per_s", "goodput.attainment", "metrics.ttft_ms.p99",
                  "metrics.tpot_ms.p99", "metrics.e2e_ms.p50"):
@@ -190,3 +190,22 @@ def test_custom_metric_def() -> None:
     d = MetricDef("metrics.ttft_ms.mean", "lower", 0.05)
     c = compare_metric(d, base, [_run(rng, scale=1.5)])
     assert c.verdict == "regressed" and c.method.startswith("bootstrap")
+
+
+def test_p99_interval_is_finite_and_round_trips_json() -> None:
+    rng = np.random.default_rng(23)
+    base = [_run(rng) for _ in range(3)]
+    c = compare_metric(DEFAULT_METRICS["metrics.ttft_ms.p99"], base, [_run(rng)])
+    assert c.interval is not None and all(math.isfinite(v) for v in c.interval)
+    assert MetricComparison.model_validate_json(c.model_dump_json()) == c
+
+
+def test_single_small_baseline_cannot_prove_p99_regression() -> None:
+    # 300 baseline requests cannot bound their P99 from above at 98 % (needs ≥ 459):
+    # even a doubling is only inconclusive, never a false "regressed" on thin evidence.
+    rng = np.random.default_rng(29)
+    c = compare_metric(DEFAULT_METRICS["metrics.ttft_ms.p99"], [_run(rng)], [_run(rng, scale=2.0)])
+    assert c.verdict == "inconclusive"
+    assert c.interval is not None and c.interval[0] == -1.0
+    c = compare_metric(DEFAULT_METRICS["metrics.ttft_ms.p99"], [_run(rng, n=600)], [_run(rng, scale=2.0)])
+    assert c.verdict == "regressed"
