@@ -4,14 +4,18 @@ Runs the reference server (tests/refserver.py) in its own process — TTFT 50 ms
 token per chunk every 10 ms, 128 output tokens — and compares what the client reports
 with what the server logged, on one CLOCK_MONOTONIC timeline:
 
-* receive lag: client read time of the first / last token - server write time;
+* receive lag: client read time of the first / last / every token - server write time;
 * reported TTFT and TPOT vs the server's true ones (first write - request read; span of
   token writes / (n - 1)), and server read time - client ``sent_at``;
 * client CPU (process CPU seconds / wall seconds);
 * open-loop Poisson arrivals at 100 req/s (schedule precomputed with absolute deadlines):
   achieved rate, inter-arrival CV, send lag P99.
 
-The same measurements are repeated with a plain httpx streaming client for comparison.
+Concurrency 64 is measured twice: 64 streams started together (rounds wait for all to
+end; the bars apply here) and a closed loop, where each stream's end sends the next
+request — with equal output lengths all 64 ends coincide with 64 sends, the worst case
+for a single-threaded client. The same measurements are repeated with a plain httpx
+streaming client for comparison.
 
     /work/venv/bin/python bench/client_accuracy.py            # about 80 s
 """
@@ -34,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.client import OpenAIClient, RawExchange, RequestPlan, run  # noqa: E402
-from pytest_goodput.record import to_record  # noqa: E402
+from pytest_goodput.record import parse_stream, to_record  # noqa: E402
 
 TTFT_MS, ITL_MS, TOKENS = 50.0, 10.0, 128
 
@@ -116,41 +120,70 @@ async def closed_loop(client: Any, users: int, per_user: int) -> list[RawExchang
     return out
 
 
+async def burst(client: Any, streams: int, rounds: int) -> list[RawExchange]:
+    """``streams`` requests started together; the next round starts when all have ended."""
+    out: list[RawExchange] = []
+    for r in range(rounds):
+        now = time.perf_counter()
+        out += await asyncio.gather(*(client.send(plan(r * streams + i, now)) for i in range(streams)))
+    return out
+
+
 async def poisson(client: Any, rate: float, seconds: float, tokens: int, seed: int = 7) -> list[RawExchange]:
     gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=int(rate * seconds))
     t0 = time.perf_counter() + 0.05
     deadlines = t0 + np.cumsum(gaps) - gaps[0]
     tasks = []
+    clock = time.perf_counter
     for i, at in enumerate(deadlines.tolist()):
-        delay = at - time.perf_counter()
+        # loop timers fire up to ~1 ms off (uvloop rounds to ms): sleep, then yield-spin
+        delay = at - clock() - 0.001
         if delay > 0:
             await asyncio.sleep(delay)
+        while clock() < at:
+            await asyncio.sleep(0)
         tasks.append(asyncio.ensure_future(client.send(plan(i, at, tokens))))
     return list(await asyncio.gather(*tasks))
 
 
-def phase(make: Callable[[], Any], body: Callable[[Any], Any]) -> tuple[list[RawExchange], float]:
-    async def go() -> tuple[list[RawExchange], float]:
+async def ticker(lags: list[float], period: float = 0.005) -> None:
+    """Loop lag: how late a 5 ms timer fires. Large values mean the process was not running."""
+    clock = time.perf_counter
+    while True:
+        due = clock() + period
+        await asyncio.sleep(period)
+        lags.append((clock() - due) * 1e3)
+
+
+def phase(make: Callable[[], Any], body: Callable[[Any], Any]) -> tuple[list[RawExchange], float, list[float]]:
+    async def go() -> tuple[list[RawExchange], float, list[float]]:
         async with make() as client:
             if hasattr(client, "open_connections"):
                 await client.open_connections(64)
+            lags: list[float] = []
+            tick = asyncio.ensure_future(ticker(lags))
             c0, w0 = time.process_time(), time.perf_counter()
             exs = await body(client)
-            return exs, (time.process_time() - c0) / (time.perf_counter() - w0)
+            cpu = (time.process_time() - c0) / (time.perf_counter() - w0)
+            tick.cancel()
+            return exs, cpu, lags
 
     return run(go())
 
 
-def accuracy(exs: list[RawExchange], log: dict[str, Any], cpu: float) -> dict[str, float]:
+def accuracy(exs: list[RawExchange], log: dict[str, Any], cpu: float, loop_lag: list[float]) -> dict[str, float]:
     recs = [to_record(ex, stream=True, api="completions", min_output_tokens=ex.plan.max_tokens) for ex in exs]
     bad = [r for r in recs if not r.ok]
     if bad:
         print(f"  !! {len(bad)} failed requests, first: {bad[0].error_kind}: {bad[0].error_detail}")
     good = [r for r in recs if r.ok]
-    lag_first, lag_last, read, ttft_c, ttft_s, tpot_c, tpot_s = ([] for _ in range(7))
+    lag_first, lag_last, lag_all, read, ttft_c, ttft_s, tpot_c, tpot_s = ([] for _ in range(8))
+    by_index = {ex.plan.index: ex for ex in exs}
     for r in good:
         e = log[r.response_id]
         w = e["token_writes"]
+        got = parse_stream(by_index[r.index].reads).times
+        lag_all.extend((g - s) * 1e3 for g, s in zip(got, w))
         lag_first.append((r.first_token_at - w[0]) * 1e3)
         lag_last.append((r.last_token_at - w[-1]) * 1e3)
         read.append((e["read_at"] - r.sent_at) * 1e3)
@@ -161,11 +194,13 @@ def accuracy(exs: list[RawExchange], log: dict[str, Any], cpu: float) -> dict[st
     return {
         "n": len(good), "lag_first_p50": pct(lag_first, 50), "lag_first_p99": pct(lag_first, 99),
         "lag_last_p50": pct(lag_last, 50), "lag_last_p99": pct(lag_last, 99),
+        "lag_all_p50": pct(lag_all, 50), "lag_all_p99": pct(lag_all, 99),
         "ttft_p50": pct(ttft_c, 50), "ttft_true_p50": pct(ttft_s, 50),
         "ttft_p99": pct(ttft_c, 99), "ttft_true_p99": pct(ttft_s, 99),
         "tpot_p50": pct(tpot_c, 50), "tpot_true_p50": pct(tpot_s, 50),
         "tpot_p99": pct(tpot_c, 99), "tpot_true_p99": pct(tpot_s, 99),
         "read_minus_sent_p50": pct(read, 50), "cpu": cpu,
+        "loop_lag_p50": pct(loop_lag, 50), "loop_lag_p99": pct(loop_lag, 99),
     }
 
 
@@ -186,7 +221,7 @@ def row(name: str, a: float, b: float | None, unit: str = "ms") -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="client measurement accuracy vs a timing-exact server")
-    ap.add_argument("--c1-requests", type=int, default=10)
+    ap.add_argument("--c1-requests", type=int, default=15)
     ap.add_argument("--c64-rounds", type=int, default=3)
     ap.add_argument("--rate", type=float, default=100.0)
     ap.add_argument("--poisson-seconds", type=float, default=8.0)
@@ -207,14 +242,16 @@ def main() -> int:
             res[name] = {}
             for label, body in (
                 ("c1", lambda c: closed_loop(c, 1, args.c1_requests)),
-                ("c64", lambda c: closed_loop(c, 64, args.c64_rounds)),
+                ("c64", lambda c: burst(c, 64, args.c64_rounds)),
+                ("c64closed", lambda c: closed_loop(c, 64, args.c64_rounds)),
             ):
                 server_log(url, reset=True)
-                exs, cpu = phase(make, body)
-                res[name][label] = accuracy(exs, server_log(url), cpu)
+                exs, cpu, lags = phase(make, body)
+                res[name][label] = accuracy(exs, server_log(url), cpu, lags)
             server_log(url, reset=True)
-            exs, cpu = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens))
-            res[name]["poisson"] = {**arrivals(exs, args.rate), "cpu": cpu}
+            exs, cpu, lags = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens))
+            res[name]["poisson"] = {**arrivals(exs, args.rate), "cpu": cpu,
+                                    "loop_lag_p50": pct(lags, 50), "loop_lag_p99": pct(lags, 99)}
             print(f"[{name} done at {time.perf_counter() - t_start:.0f} s]", flush=True)
     finally:
         proc.terminate()
@@ -222,20 +259,23 @@ def main() -> int:
 
     a, h = res["aiohttp"], res.get("httpx")
     print(f"\nserver: TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, {TOKENS} tokens; "
-          f"c1 n={a['c1']['n']}, c64 n={a['c64']['n']}, poisson {args.rate:g}/s x {args.poisson_seconds:g} s "
+          f"c1 n={a['c1']['n']}, c64 n={a['c64']['n']}+{a['c64closed']['n']}, poisson {args.rate:g}/s x {args.poisson_seconds:g} s "
           f"({args.poisson_tokens} tokens) n={a['poisson']['n']}")
     print(f"  {'metric':<34}{'aiohttp':>10}{'httpx' if h else '':>10} unit  httpx/aiohttp")
-    for label in ("c1", "c64"):
-        print(f" concurrency {label[1:]}")
+    titles = {"c1": "concurrency 1 (sequential)", "c64": "concurrency 64 (64 streams started together, per round)",
+              "c64closed": "concurrency 64, closed loop (next request sent as each stream ends)"}
+    for label in ("c1", "c64", "c64closed"):
+        print(f" {titles[label]}")
         for key, unit in (("lag_first_p50", "ms"), ("lag_first_p99", "ms"), ("lag_last_p50", "ms"),
-                          ("lag_last_p99", "ms"), ("ttft_p50", "ms"), ("ttft_true_p50", "ms"),
+                          ("lag_last_p99", "ms"), ("lag_all_p50", "ms"), ("lag_all_p99", "ms"), ("ttft_p50", "ms"), ("ttft_true_p50", "ms"),
                           ("ttft_p99", "ms"), ("ttft_true_p99", "ms"), ("tpot_p50", "ms"),
                           ("tpot_true_p50", "ms"), ("tpot_p99", "ms"), ("tpot_true_p99", "ms"),
-                          ("read_minus_sent_p50", "ms"), ("cpu", "core")):
+                          ("read_minus_sent_p50", "ms"), ("cpu", "core"), ("loop_lag_p50", "ms"),
+                          ("loop_lag_p99", "ms")):
             print(row(key, a[label][key], h[label][key] if h else None, unit))
     print(" poisson")
     for key, unit in (("rate", "req/s"), ("cv", ""), ("send_lag_p50", "ms"), ("send_lag_p99", "ms"),
-                      ("ok", "req"), ("cpu", "core")):
+                      ("ok", "req"), ("cpu", "core"), ("loop_lag_p50", "ms"), ("loop_lag_p99", "ms")):
         print(row(key, a["poisson"][key], h["poisson"][key] if h else None, unit))
 
     c1, c64, po = a["c1"], a["c64"], a["poisson"]
