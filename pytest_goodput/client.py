@@ -36,6 +36,8 @@ APIS = ("completions", "chat")
 CONNECT_TIMEOUT_S = 10.0
 #: Bytes of an error response (HTTP status >= 400) kept for the record's excerpt.
 ERROR_BODY_LIMIT = 64 * 1024
+#: Fresh-connection retries when a reused keep-alive connection turns out closed.
+STALE_RETRIES = 2
 
 
 @dataclass(slots=True)
@@ -257,35 +259,59 @@ class OpenAIClient:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         data = self.build_body(plan)
         ex = RawExchange(plan, None, None, None, [], None, None)
+        for attempt in range(STALE_RETRIES + 1):
+            try:
+                await self._exchange(session, data, ex)
+                break
+            except asyncio.CancelledError:
+                raise
+            except self._connect_timeout_error as exc:
+                self._fail(ex, "transport", f"connect timeout to {self._url}: {_describe(exc)}")
+                break
+            except asyncio.TimeoutError:
+                self._fail(ex, "timeout", f"no complete response within {self.timeout_s:g} s")
+                break
+            except self._errors as exc:
+                if attempt < STALE_RETRIES and ex.status is None and not ex.reads and self._stale(exc):
+                    # The server closed an idle keep-alive connection as we reused it: the
+                    # request never reached it. Send again on a fresh connection, stamped anew.
+                    ex.sent_at = None
+                    continue
+                self._fail(ex, "transport", f"{self._url}: {_describe(exc)}")
+                break
+        return ex
+
+    async def _exchange(self, session: Any, data: bytes, ex: RawExchange) -> None:
         append = ex.reads.append
         clock = perf_counter
-        try:
-            async with session.post(
-                self._url, data=data, headers=self._headers, trace_request_ctx=ex
-            ) as resp:
-                ex.status = resp.status
-                proto = getattr(resp.connection, "protocol", None)
-                if resp.status >= 400:
-                    await self._read_error_body(resp, ex)
-                    ex.end_at = clock()
-                elif hasattr(proto, "read_at"):
-                    # the hot path: the time the loop received the bytes, and the bytes
-                    async for chunk in resp.content.iter_any():
-                        append((proto.read_at, chunk))
-                    ex.end_at = proto.read_at if ex.reads else clock()
-                else:
-                    async for chunk in resp.content.iter_any():
-                        append((clock(), chunk))
-                    ex.end_at = clock()
-        except asyncio.CancelledError:
-            raise
-        except self._connect_timeout_error as exc:
-            self._fail(ex, "transport", f"connect timeout to {self._url}: {_describe(exc)}")
-        except asyncio.TimeoutError:
-            self._fail(ex, "timeout", f"no complete response within {self.timeout_s:g} s")
-        except self._errors as exc:
-            self._fail(ex, "transport", f"{self._url}: {_describe(exc)}")
-        return ex
+        async with session.post(
+            self._url, data=data, headers=self._headers, trace_request_ctx=ex
+        ) as resp:
+            ex.status = resp.status
+            proto = getattr(resp.connection, "protocol", None)
+            if resp.status >= 400:
+                await self._read_error_body(resp, ex)
+                ex.end_at = clock()
+            elif hasattr(proto, "read_at"):
+                # the hot path: the time the loop received the bytes, and the bytes
+                async for chunk in resp.content.iter_any():
+                    append((proto.read_at, chunk))
+                ex.end_at = proto.read_at if ex.reads else clock()
+            else:
+                async for chunk in resp.content.iter_any():
+                    append((clock(), chunk))
+                ex.end_at = clock()
+
+    @staticmethod
+    def _stale(exc: BaseException) -> bool:
+        """A reused keep-alive connection that the server had already closed."""
+        import errno
+
+        import aiohttp
+
+        if isinstance(exc, aiohttp.ServerDisconnectedError):
+            return True
+        return isinstance(exc, aiohttp.ClientOSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE)
 
     async def open_connections(self, n: int) -> int:
         """Open up to ``n`` keep-alive connections ahead of a run; return how many succeeded.

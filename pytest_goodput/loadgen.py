@@ -40,6 +40,8 @@ PROGRESS_EVERY_S = 0.25
 INITIAL_SUPPLY = 1024
 #: Seconds the pre-run reachability check waits for the server to answer.
 REACH_TIMEOUT_S = 5.0
+#: Keep-alive connections opened before a run starts (more are opened on demand).
+WARM_CONNECTIONS = 64
 #: Most connections one client process opens (an open loop without a ceiling).
 MAX_CONNECTIONS = 4096
 
@@ -321,6 +323,9 @@ async def _run(
         base_url, model, api=spec.api, stream=spec.stream, api_key_env=api_key_env,
         timeout_s=spec.timeout_s, max_connections=pool_size(spec), ignore_eos=spec.ignore_eos,
     ) as client:
+        # Connect before the clock starts: a TCP connect inside a timed send is client
+        # time, and would show up as send lag or TTFT.
+        await client.open_connections(min(client.max_connections, WARM_CONNECTIONS))
         return await drive(spec, client, tokenizer=tokenizer, progress=progress, dataset=dataset,
                            salt=salt)
 
