@@ -284,3 +284,35 @@ def test_comparison_round_trips_through_json() -> None:
 def test_bad_tolerance() -> None:
     with pytest.raises(ValueError, match="tolerance"):
         capacity_comparison(cap(1.0), cap(1.0), 1.0)
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.mark.slow
+def test_capacity_search_on_a_slowed_simulator() -> None:
+    """Real probes through runner.measure and the load generator.
+
+    A slowed engine (8x) keeps the probed rates low (under ~10 req/s), where a busy 2-core
+    machine still sends on schedule. A probe the client could not keep up with stops the
+    search; such a run says nothing about the engine, so the test is skipped, not failed.
+    """
+    from pytest_goodput.engine import simulator
+    from pytest_goodput.runner import measure
+
+    spec = cap_spec(rate=2.0, ttft_ms=600.0, tpot_ms=80.0, osl=32, requests=None, timeout_s=5.0,
+                    duration_s=2.5, capacity_resolution=0.2)
+    with simulator(slowdown=8.0) as engine:
+        m = measure(spec, engine)
+    cap = m.capacity
+    assert cap is not None and m.kind == "capacity" and len(m.runs) == len(cap["probes"]) >= 2
+    assert [r.spec.scenario for r in m.runs] == ["server"] * len(m.runs)
+    assert [r.spec.rate for r in m.runs] == [p["rate"] for p in cap["probes"]]
+    if not cap["complete"]:
+        pytest.skip(f"machine too busy: {cap['stopped']}")
+    assert cap["upper"] is not None and (cap["upper"] - cap["lower"]) / cap["lower"] <= 0.2
+    assert 1 <= cap["requests_per_s"] <= 16, cap
+    for p, r in zip(cap["probes"], m.runs):
+        assert r.goodput is not None and p["attainment"] == r.goodput.attainment
+        assert p["passed"] == (r.goodput.attainment >= 0.9)
+    assert capacity_comparison(cap, cap, tolerance=0.1).verdict == "pass"
