@@ -225,29 +225,6 @@ def _counts(s: Samples) -> tuple[int, int]:
     return sum(bool(g) and bool(o) for g, o in zip(good, s.ok)), len(s.ok)
 
 
-def _run_se(kind: Kind, pct: Optional[float], path: str, s: Samples, b_val: float) -> float:
-    """Within-run standard error of one run's value on the analysis scale."""
-    if kind == "proportion":
-        k, n = _counts(s)
-        p = k / n if n else 0.0
-        return math.sqrt(p * (1 - p) / n) / b_val if n else 0.0
-    if kind == "rate":
-        x = _rate_column(s, path)
-        tot = float(x.sum()) if x is not None else 0.0
-        return math.sqrt(x.size * float(np.var(x))) / tot if x is not None and tot > 0 else 0.0
-    xs = _latencies(s, path)
-    if xs.size < 2:
-        return 0.0
-    if kind == "mean":
-        m = float(xs.mean())
-        return float(xs.std(ddof=1)) / math.sqrt(xs.size) / m if m > 0 else 0.0
-    assert pct is not None
-    lo, hi = stats.quantile_interval(xs, min(pct, 99.999), 0.6827)
-    v = _log(metric_value(s, path) or 0.0)
-    sides = [abs(v - _log(b)) for b in (lo, hi) if b > 0 and math.isfinite(b)]
-    return float(np.mean(sides)) if sides else 0.0
-
-
 def _run_value(kind: Kind, s: Samples, path: str, b_val: float) -> Optional[float]:
     v = metric_value(s, path)
     if v is None:
@@ -257,31 +234,31 @@ def _run_value(kind: Kind, s: Samples, path: str, b_val: float) -> Optional[floa
     return math.log(v) if v > 0 else None
 
 
-def _between(kind: Kind, pct: Optional[float], path: str, base_runs: Sequence[Samples],
+def _between(kind: Kind, path: str, base_runs: Sequence[Samples],
              cur_runs: Sequence[Samples], b_val: float, run_cv: Optional[float]) -> tuple[float, float, str]:
     """Run-to-run SD σ_b on the analysis scale, its degrees of freedom, and a note.
 
-    σ_b² = (ν₀·cv₀² + ν·max(s² − w̄², 0)) / (ν₀ + ν): s² is the pooled spread of per-run
-    values within the baseline and within the current group (ν degrees of freedom), w̄²
-    the mean within-run variance it already contains, cv₀ the default run-to-run CV.
+    σ_b² = (ν₀·cv₀² + ν·s²) / (ν₀ + ν): s² is the pooled spread of per-run values within
+    the baseline and within the current group (ν degrees of freedom), cv₀ the default
+    run-to-run CV worth ν₀ pseudo-runs. s² also holds within-run noise; it is not
+    subtracted, because runs replay one schedule and i.i.d. theory overstates that part.
     """
     cv0 = DEFAULT_RUN_CV[kind] if run_cv is None else run_cv
-    ss, dof, w2 = 0.0, 0, []
+    ss, dof = 0.0, 0
     for group in (base_runs, cur_runs):
         ys = [y for y in (_run_value(kind, s, path, b_val) for s in group) if y is not None]
         if len(ys) >= 2:
             ss += float(np.sum((np.asarray(ys) - np.mean(ys)) ** 2))
             dof += len(ys) - 1
-            w2 += [_run_se(kind, pct, path, s, b_val) ** 2 for s in group]
     if dof == 0:
         return cv0, PRIOR_RUNS, (
             f"single baseline run: run-to-run spread unknown, assumed CV {cv0:.1%} "
             f"({PRIOR_RUNS:g} pseudo-runs)"
         )
-    excess = max(ss / dof - float(np.mean(w2)), 0.0)
-    var = (PRIOR_RUNS * cv0**2 + dof * excess) / (PRIOR_RUNS + dof)
+    spread = ss / dof
+    var = (PRIOR_RUNS * cv0**2 + dof * spread) / (PRIOR_RUNS + dof)
     note = (
-        f"run-to-run CV {math.sqrt(excess):.1%} from {len(base_runs)} baseline + "
+        f"run-to-run CV {math.sqrt(spread):.1%} from {len(base_runs)} baseline + "
         f"{len(cur_runs)} current runs, shrunk to {math.sqrt(var):.1%} towards default {cv0:.1%}"
     )
     return math.sqrt(var), PRIOR_RUNS + dof, note
@@ -356,7 +333,7 @@ def compare_metric(
     lo_w, hi_w, method = _within(
         kind, pct, defn.path, defn.direction, cur_s, base_s, b_val, confidence, seed
     )
-    sd_b, df_b, note = _between(kind, pct, defn.path, baseline_runs, current_runs, b_val, run_cv)
+    sd_b, df_b, note = _between(kind, defn.path, baseline_runs, current_runs, b_val, run_cv)
     hb = stats.t_ppf(0.5 + confidence / 2.0, df_b) * sd_b * math.sqrt(
         1.0 / len(current_runs) + 1.0 / len(baseline_runs)
     )
