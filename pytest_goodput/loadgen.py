@@ -18,10 +18,10 @@ import itertools
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
 from .client import RawExchange, RequestPlan
-from .results import RunResult
+from .results import ClientHealth, RunResult
 from .schedule import Schedule, open_loop_schedule
 from .selfcheck import SelfCheck
 from .spec import ScenarioSpec
@@ -84,9 +84,10 @@ class _Supply:
     """Request payloads by index, built in advance and extended (doubling) when a run outgrows them."""
 
     def __init__(self, spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Optional[Dataset],
-                 salt: Optional[int]) -> None:
+                 salt: Optional[int], items: Optional[list[Any]] = None) -> None:
         self.spec, self.tokenizer, self.dataset, self.salt = spec, tokenizer, dataset, salt
-        self.items: list[WorkItem] = self._build(n)
+        # ``items`` prebuilt by a parent process (None where another worker owns the index)
+        self.items: list[Any] = items if items is not None else self._build(n)
 
     def _build(self, n: int) -> list[WorkItem]:
         return build_workload(self.spec, n, self.tokenizer, dataset=self.dataset, salt=self.salt)
@@ -102,22 +103,33 @@ class _Supply:
         return RequestPlan(i, item.prompt, item.prompt_tokens, item.max_tokens, scheduled_at, warmup)
 
 
+class HealthSource(Protocol):
+    def health(self) -> ClientHealth: ...
+
+
 @dataclass
 class RunOutput:
-    """What the async core returns: raw exchanges (sorted by index) and the client's self-check."""
+    """What a run returns: raw exchanges (sorted by index) and the client's self-check."""
 
     exchanges: list[RawExchange]
-    check: SelfCheck
+    check: HealthSource  # a SelfCheck, or the merged checks of a sharded run
     load: dict[str, float]
 
 
+def scheduled_plans(sched: Schedule, supply: _Supply, t0: Optional[float] = None) -> Iterator[RequestPlan]:
+    """The open-loop plans, deadlines ``t0 + offset`` (``t0``: now, taken at the first plan)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    for i, (off, warm) in enumerate(zip(sched.offsets.tolist(), sched.warmup.tolist())):
+        yield supply.plan(i, t0 + off, warm)
+
+
 async def _open_loop(
-    spec: ScenarioSpec, client: Sender, sched: Schedule, supply: _Supply, check: SelfCheck,
-    prog: _Progress,
+    client: Sender, plans: Iterable[RequestPlan], check: SelfCheck, prog: _Progress,
+    ceiling: Optional[int],
 ) -> list[RawExchange]:
-    """Send at ``t0 + offset``; with a ceiling a request first waits for a slot (counts as send lag)."""
+    """Send each plan at its deadline; with a ceiling a request first waits for a slot (send lag)."""
     loop = asyncio.get_running_loop()
-    sem = asyncio.Semaphore(spec.concurrency) if spec.concurrency else None
+    sem = asyncio.Semaphore(ceiling) if ceiling else None
     out: list[RawExchange] = []
     pending: set[asyncio.Task[None]] = set()
     spin = min(SPIN_S, SPIN_GAP_FRACTION * (check.mean_gap_s or SPIN_S / SPIN_GAP_FRACTION))
@@ -144,9 +156,7 @@ async def _open_loop(
         out.append(ex)
         prog.tick()
 
-    t0 = time.perf_counter()
-    for i, (off, warm) in enumerate(zip(sched.offsets.tolist(), sched.warmup.tolist())):
-        plan = supply.plan(i, t0 + off, warm)
+    for plan in plans:
         await sleep_until(plan.scheduled_at, spin)
         task = loop.create_task(one(plan))
         pending.add(task)
@@ -159,43 +169,49 @@ async def _open_loop(
 async def _closed_loop(
     spec: ScenarioSpec, client: Sender, users: int, supply: _Supply, check: SelfCheck,
     prog: _Progress, *, first: int = 0, count: Optional[int] = None, batch: bool = False,
-    warmup: Optional[bool] = None,
+    warmup: Optional[bool] = None, indices: Optional[Iterator[int]] = None,
+    t0: Optional[float] = None, budget: Optional[int] = None,
 ) -> list[RawExchange]:
     """``users`` loops, each sending its next request when its last one ends.
 
     Indices start at ``first``. ``batch``: every request is scheduled at the phase start
     (offline); else at the moment its user became free. ``warmup`` forces every request's
     flag and ``count`` caps the phase (offline phases); otherwise the spec's warm-up rules,
-    ``requests`` and ``duration_s`` apply.
+    ``requests`` and ``duration_s`` apply. A shard of a multi-process run passes the
+    increasing global ``indices`` it owns, the common start ``t0`` (slept until) and its
+    share ``budget`` of the measured requests (default ``spec.requests``).
     """
     clock = time.perf_counter
-    counter = itertools.count(first)
-    t0 = clock()
+    counter = indices if indices is not None else itertools.count(first)
+    if t0 is not None:
+        await sleep_until(t0)
+    begin = clock() if t0 is None else t0
+    budget = spec.requests if budget is None else budget
     measured, start = 0, None
     out: list[RawExchange] = []
 
     def admit(ready: float) -> Optional[RequestPlan]:
         """The next request to send, or None when the phase is over (no await: atomic)."""
         nonlocal measured, start
-        i = next(counter)
-        if count is not None and i - first >= count:
+        i = next(counter, None)
+        if i is None or count is not None and i - first >= count:
             return None
         now = clock()
         warm = warmup if warmup is not None else (
-            i - first < spec.warmup_requests or now - t0 < spec.warmup_s
+            i - first < spec.warmup_requests or now - begin < spec.warmup_s
         )
         if not warm:
-            if spec.requests is not None and measured >= spec.requests:
+            if budget is not None and measured >= budget:
                 return None
             if start is None:
                 start = ready
             elif spec.duration_s is not None and now - start > spec.duration_s:
                 return None
             measured += 1
-        return supply.plan(i, t0 if batch else ready, warm)
+        return supply.plan(i, begin if batch else ready, warm)
 
     async def user() -> None:
-        ready = t0
+        ready = begin
         while (plan := admit(ready)) is not None:
             ex = await client.send(plan)
             check.record_send(ready, ex.sent_at)
@@ -229,7 +245,7 @@ async def drive(
         prog = _Progress(progress, len(sched))
         check.start()
         try:
-            out = await _open_loop(spec, client, sched, supply, check, prog)
+            out = await _open_loop(client, scheduled_plans(sched, supply), check, prog, spec.concurrency)
             prog.finish()
         finally:
             await check.stop()
@@ -351,18 +367,15 @@ def run_scenario(
     if salt is None:
         salt = int.from_bytes(os.urandom(3), "big")
     before = _scrape(server_metrics_url)
-    loop = client_mod.new_event_loop()
-    try:
-        asyncio.set_event_loop(loop)
-        out = loop.run_until_complete(
+    from .shard import effective_workers, run_sharded
+
+    if effective_workers(spec) > 1:
+        out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+                          progress=progress, dataset=dataset, salt=salt)
+    else:
+        out = client_mod.run(
             _run(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
         )
-    finally:
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
     server = _server_metrics(before, _scrape(server_metrics_url))
     records = [
         to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,

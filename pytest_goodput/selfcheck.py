@@ -11,6 +11,10 @@ measure three things and judge them against the thresholds documented in
   deadline, or the moment a concurrency-ceiling slot freed, whichever is later) — waiting
   for a slot is the server's doing, not the client's, and is not counted here;
 * CPU utilization: process CPU seconds / wall seconds (all threads, in cores).
+
+A run sharded over worker processes (``shard.py``) judges every worker on its own numbers
+(:func:`judge_workers`): each worker is one event loop on at most one core, so the worst
+worker decides, and the reasons name it.
 """
 
 from __future__ import annotations
@@ -99,6 +103,11 @@ class SelfCheck:
         if sent_at is not None:
             self.send_lags_ms.append(max(0.0, sent_at - allowed_at) * 1e3)
 
+    def stats(self) -> "WorkerStats":
+        """The raw numbers, to ship from a worker process to the parent (picklable)."""
+        return WorkerStats(list(self.send_lags_ms), list(self.monitor.lags_ms), self.cpu_s,
+                           self.wall_s, self.peak_in_flight, self.pool_limit)
+
     def health(self) -> ClientHealth:
         return judge(
             cpu_utilization=self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0,
@@ -152,3 +161,70 @@ def judge(
         send_lag_p99_ms=send.p99,
         workers=workers,
     )
+
+
+@dataclass
+class WorkerStats:
+    """One worker process's self-check numbers, summed over the phases it ran."""
+
+    send_lags_ms: list[float] = field(default_factory=list)
+    loop_lags_ms: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    peak_in_flight: int = 0
+    pool_limit: Optional[int] = None
+
+    def add(self, other: "WorkerStats") -> None:
+        self.send_lags_ms += other.send_lags_ms
+        self.loop_lags_ms += other.loop_lags_ms
+        self.cpu_s += other.cpu_s
+        self.wall_s += other.wall_s
+        self.peak_in_flight = max(self.peak_in_flight, other.peak_in_flight)
+        self.pool_limit = other.pool_limit if self.pool_limit is None else self.pool_limit
+
+    @property
+    def cpu_utilization(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def judge_workers(
+    stats: Sequence[WorkerStats], *, open_loop: bool, mean_gap_s: Optional[float] = None,
+) -> ClientHealth:
+    """Verdict on a sharded run: each worker judged alone, reasons prefixed with its number.
+
+    ``cpu_utilization`` is the busiest worker's (one loop per worker: a saturated worker
+    skews its share of the requests however idle the others are); the loop-lag
+    distribution and the send-lag P99 are over all workers' samples.
+    """
+    n = len(stats)
+    reasons: list[str] = []
+    for k, st in enumerate(stats, 1):
+        one = judge(
+            cpu_utilization=st.cpu_utilization, loop_lags_ms=st.loop_lags_ms,
+            send_lags_ms=st.send_lags_ms, open_loop=open_loop, mean_gap_s=mean_gap_s,
+            pool_full=st.pool_limit is not None and st.peak_in_flight > st.pool_limit,
+            pool_limit=st.pool_limit,
+        )
+        reasons += [f"worker {k} of {n}: {r}" for r in one.reasons]
+    cpu = max((st.cpu_utilization for st in stats), default=0.0)
+    send = distribution([x for st in stats for x in st.send_lags_ms])
+    return ClientHealth(
+        valid=not reasons,
+        reasons=reasons,
+        cpu_utilization=round(cpu, 4),
+        loop_lag_ms=distribution([x for st in stats for x in st.loop_lags_ms]),
+        send_lag_p99_ms=send.p99,
+        workers=n,
+    )
+
+
+@dataclass
+class ShardCheck:
+    """The self-check of a sharded run: per-worker stats, judged by :func:`judge_workers`."""
+
+    open_loop: bool
+    mean_gap_s: Optional[float]
+    workers: list[WorkerStats]
+
+    def health(self) -> ClientHealth:
+        return judge_workers(self.workers, open_loop=self.open_loop, mean_gap_s=self.mean_gap_s)

@@ -70,6 +70,7 @@ class ScenarioSpec(BaseModel):
     warmup_s: float = Field(0.0, ge=0)
     seed: int = 0
     timeout_s: float = Field(60.0, gt=0, description="per-request timeout")
+    workers: int = Field(1, ge=1, le=64, description="client processes the load is sharded over")
     # sweep / capacity
     sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
     sweep_over: Literal["concurrency", "rate"] = "concurrency"
@@ -188,8 +189,8 @@ class ScenarioSpec(BaseModel):
         return self.has_request_slos or bool(self.percentile_slos)
 
     def identity(self) -> dict[str, Any]:
-        """The fields that make two runs comparable (gate settings excluded)."""
-        skip = {"tolerance", "tolerances", "gate"}
+        """The fields that make two runs comparable (gate settings and client processes excluded)."""
+        skip = {"tolerance", "tolerances", "gate", "workers"}
         return {k: v for k, v in self.model_dump(mode="json").items() if k not in skip}
 
     def identity_hash(self) -> str:

@@ -1,0 +1,474 @@
+"""One run sharded over worker processes: one event loop (and at most one core) per worker.
+
+One Python process runs one event loop, and a loop that is busy sending and reading
+streams stamps times late; past a certain load the client, not the server, sets the pace.
+With ``workers=N`` the parent precomputes the plan, starts N worker processes
+(``python -m pytest_goodput.shard``: a fresh interpreter, no fork of a parent that may run
+loops and threads), and each worker runs its share on its own uvloop loop and
+:class:`~pytest_goodput.client.OpenAIClient`, then ships its raw exchanges and self-check
+numbers back over a pipe (pickle). The parent merges them and judges every worker.
+
+Deadlines are absolute ``perf_counter()`` values. On Linux that is CLOCK_MONOTONIC, one
+clock for every process on the machine, so a deadline set by the parent means the same
+instant in a worker; elsewhere :func:`effective_workers` falls back to one process.
+
+Protocol (parent -> worker / worker -> parent, one pickled tuple per message):
+``init`` / ``ready`` (client open, connections pre-opened); per phase ``job`` / ``armed``,
+then ``go(t0)`` / ``tick(done)`` every 0.25-1 s and ``done(exchanges, stats)``; ``stop``.
+Any exception in a worker comes back as ``error(traceback)``. A worker that exits, falls
+silent or overruns its phase's bound makes the parent kill every worker and raise
+:class:`ShardError` naming it, with its exit code and the tail of its stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Iterator, NoReturn, Optional
+
+from .client import RawExchange, RequestPlan
+from .selfcheck import SelfCheck, ShardCheck, WorkerStats
+from .spec import ScenarioSpec
+
+#: A worker must start, open its client and pre-open connections within this many seconds.
+START_TIMEOUT_S = 60.0
+#: Seconds between the last worker arming a phase and that phase's common start t0.
+GO_DELAY_S = 0.05
+#: Workers report at least this often while running a phase...
+HEARTBEAT_S = 1.0
+#: ...and one silent for this long is taken as hung.
+SILENCE_S = 30.0
+#: Added to a phase's own bound (last deadline or window, plus request timeouts).
+MARGIN_S = 30.0
+#: Characters of a failed worker's stderr shown in the error.
+STDERR_TAIL = 2000
+
+
+class ShardError(RuntimeError):
+    """A worker process crashed, hung or failed; the message names it and its stderr tail."""
+
+
+def effective_workers(spec: ScenarioSpec) -> int:
+    """Processes a run of ``spec`` uses: ``spec.workers``, at most one per user or slot.
+
+    Off Linux, where ``perf_counter`` is not documented to be one clock across processes,
+    this warns and returns 1.
+    """
+    n = spec.workers
+    if n <= 1 or spec.scenario in ("sweep", "capacity"):
+        return 1
+    if not sys.platform.startswith("linux"):
+        warnings.warn(f"workers={n} needs Linux (one monotonic clock across processes); "
+                      "running in one process", RuntimeWarning, stacklevel=3)
+        return 1
+    if spec.concurrency:
+        n = min(n, spec.concurrency)
+    elif spec.scenario == "offline" and spec.requests is not None:
+        n = min(n, spec.requests)
+    return max(1, n)
+
+
+def split(total: int, n: int) -> list[int]:
+    """``total`` dealt over ``n`` shares as evenly as possible, the larger shares first."""
+    return [total // n + (k < total % n) for k in range(n)]
+
+
+def owned(first: int, users: int, offset: int, total_users: int) -> Iterator[int]:
+    """Closed-loop indices a worker owns: users ``offset .. offset+users-1`` of ``total_users``.
+
+    Index ``first + b*total_users + u`` belongs to user ``u``'s worker, so indices (hence
+    warm-up requests and the measured budget) are dealt in proportion to users.
+    """
+    for block in itertools.count():
+        base = first + block * total_users + offset
+        yield from range(base, base + users)
+
+
+def count_owned(lo: int, hi: int, first: int, users: int, offset: int, total_users: int) -> int:
+    """How many of the indices ``[lo, hi)`` :func:`owned` gives this worker."""
+    return sum(1 for i in range(lo, hi) if offset <= (i - first) % total_users < offset + users)
+
+
+@dataclass
+class Job:
+    """One worker's part of one phase. Deadlines are offsets from t0 until ``go`` adds it."""
+
+    open_loop: bool
+    plans: list[RequestPlan] = field(default_factory=list)  # open loop
+    ceiling: Optional[int] = None
+    mean_gap_s: Optional[float] = None
+    users: int = 0  # closed loop (concurrency, offline)
+    offset: int = 0
+    total_users: int = 1
+    first: int = 0
+    count: Optional[int] = None
+    batch: bool = False
+    warmup: Optional[bool] = None
+    budget: Optional[int] = None
+    items: Optional[list[Any]] = None  # workload by global index, None where not owned
+
+
+@dataclass
+class Init:
+    """What a worker needs to open its client; tokenizer/dataset only when it may build prompts."""
+
+    spec: ScenarioSpec
+    base_url: str
+    model: str
+    api_key_env: Optional[str]
+    pool: int
+    salt: Optional[int]
+    tokenizer: Any = None
+    dataset: Any = None
+
+
+@dataclass
+class Phase:
+    jobs: list[Job]
+    bound_s: float  # longest the phase may legitimately take
+
+
+@dataclass
+class Plan:
+    """The whole sharded run, computed before any worker starts."""
+
+    phases: list[Phase]
+    pools: list[int]
+    load: dict[str, float]
+    open_loop: bool
+    mean_gap_s: Optional[float]
+    total: int  # progress total; 0 when unknown
+    extendable: bool  # workers may run past the prebuilt prompts (duration-bounded)
+
+
+def _closed_jobs(spec: ScenarioSpec, n: int, users: int, items: list[Any], *, first: int,
+                 count: Optional[int], batch: bool, warmup: Optional[bool]) -> list[Job]:
+    """Users dealt over workers; each gets its own indices' prompts and measured budget."""
+    jobs, offset = [], 0
+    measured_lo = first if warmup is not None else first + spec.warmup_requests
+    for u in split(users, n):
+        mine = [it if u and i >= first and offset <= (i - first) % users < offset + u else None
+                for i, it in enumerate(items)]
+        budget = None
+        if spec.requests is not None and warmup is not True and u:
+            budget = count_owned(measured_lo, measured_lo + spec.requests, first, u, offset, users)
+        jobs.append(Job(False, users=u, offset=offset, total_users=users, first=first, count=count,
+                        batch=batch, warmup=warmup, budget=budget, items=mine))
+        offset += u
+    return jobs
+
+
+def _closed_bound(spec: ScenarioSpec, users: int, count: Optional[int]) -> float:
+    """Generous worst case of a closed-loop phase: requests time out, users' shares differ 2x."""
+    per_user = 2 * math.ceil(count / users) if count is not None else None
+    warm = spec.warmup_s + spec.timeout_s * math.ceil(spec.warmup_requests / users)
+    by_time = warm + spec.duration_s + spec.timeout_s if spec.duration_s is not None else math.inf
+    by_count = spec.timeout_s * per_user if per_user is not None else math.inf
+    return min(by_time, by_count if spec.warmup_s == 0 else by_count + warm)
+
+
+def plan_run(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: Optional[int]) -> Plan:
+    """Prompts, deadlines and shares for every worker (pure apart from building prompts)."""
+    from .loadgen import INITIAL_SUPPLY, _Supply, pool_size, scheduled_plans
+    from .schedule import open_loop_schedule
+
+    scen, cap = spec.scenario, spec.concurrency
+    if scen in ("server", "interactive"):
+        assert spec.rate is not None
+        sched = open_loop_schedule(spec)
+        plans = list(scheduled_plans(sched, _Supply(spec, len(sched), tokenizer, dataset, salt), 0.0))
+        ceilings: list[Optional[int]] = list(split(cap, n)) if cap else [None] * n
+        jobs = [Job(True, plans=plans[k::n], ceiling=ceilings[k], mean_gap_s=n / spec.rate)
+                for k in range(n)]
+        load = {"rate": float(spec.rate), **({"max_concurrency": float(cap)} if cap else {})}
+        pools = [c if c else pool_size(spec) for c in ceilings]
+        # with a ceiling, requests queue for slots: each slot may serve its share back to back
+        queued = 2 * math.ceil(len(sched) / cap) if cap else 1
+        bound = (float(sched.offsets[-1]) if len(sched) else 0.0) + spec.timeout_s * queued
+        return Plan([Phase(jobs, bound)], pools, load, True, 1.0 / spec.rate, len(sched), False)
+    nw, nr = spec.warmup_requests, spec.requests
+    if scen == "concurrency":
+        assert cap is not None
+        known = nr is not None and spec.warmup_s == 0
+        total = nw + nr if known and nr is not None else 0
+        items = _Supply(spec, total or INITIAL_SUPPLY, tokenizer, dataset, salt).items
+        jobs = _closed_jobs(spec, n, cap, items, first=0, count=None, batch=False, warmup=None)
+        phase = Phase(jobs, _closed_bound(spec, cap, total or None))
+        return Plan([phase], split(cap, n), {"concurrency": float(cap)}, False, None, total, not known)
+    if spec.warmup_s > 0:
+        raise ValueError("offline sends everything at t0: use warmup_requests=, not warmup_s=")
+    if nr is None and not cap:
+        raise ValueError("offline with only duration_s= needs a concurrency= ceiling (or requests=)")
+    total = nw + (nr or 0)
+    items = _Supply(spec, total or INITIAL_SUPPLY, tokenizer, dataset, salt).items
+    phases, pools = [], [1] * n
+    if nw:
+        users = min(cap or nw, nw)
+        jobs = _closed_jobs(spec, n, users, items, first=0, count=nw, batch=True, warmup=True)
+        phases.append(Phase(jobs, spec.timeout_s * 2 * math.ceil(nw / users)))
+        pools = [max(p, u) for p, u in zip(pools, split(users, n))]
+    users = cap or nr or 1
+    jobs = _closed_jobs(spec, n, users, items, first=nw, count=nr, batch=True, warmup=False)
+    bound = spec.timeout_s * 2 * math.ceil(nr / users) if nr is not None else math.inf
+    if spec.duration_s is not None:
+        bound = min(bound, spec.duration_s + spec.timeout_s)
+    phases.append(Phase(jobs, bound))
+    pools = [max(p, u) for p, u in zip(pools, split(users, n))]
+    load = {"requests": float(nr or 0), **({"max_concurrency": float(cap)} if cap else {})}
+    return Plan(phases, pools, load, False, None, total if nr is not None else 0, nr is None)
+
+
+class _Worker:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, k: int, n: int) -> None:
+        self.k, self.n = k, n
+        self.err = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen([sys.executable, "-m", "pytest_goodput.shard"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.tx = Connection(os.dup(self.proc.stdin.fileno()), readable=False)
+        self.rx = Connection(os.dup(self.proc.stdout.fileno()), writable=False)
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+        self.seen, self.done = time.perf_counter(), 0
+        self.stats = WorkerStats()
+
+    def describe(self, what: str, killed: bool) -> str:
+        state = "still running, killed" if killed else f"exit code {self.proc.returncode}"
+        self.err.seek(0)
+        tail = self.err.read().decode("utf-8", "replace")[-STDERR_TAIL:].strip()
+        return (f"load generator worker {self.k + 1} of {self.n} (pid {self.proc.pid}) {what}; {state}"
+                + (f"; stderr tail:\n{tail}" if tail else "; no stderr output"))
+
+    def close(self) -> None:
+        for conn in (self.tx, self.rx):
+            conn.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.err.close()
+
+
+class _Pool:
+    """N workers driven phase by phase; any failure kills them all and raises ShardError."""
+
+    def __init__(self) -> None:
+        self.workers: list[_Worker] = []
+
+    def start(self, n: int) -> None:
+        for k in range(n):
+            self.workers.append(_Worker(k, n))
+
+    def fail(self, w: _Worker, what: str) -> NoReturn:
+        alive = w.proc.poll() is None
+        for other in self.workers:
+            if other.proc.poll() is None:
+                other.proc.kill()
+        w.proc.wait()
+        raise ShardError(w.describe(what, killed=alive))
+
+    def send(self, w: _Worker, msg: tuple[Any, ...]) -> None:
+        try:
+            w.tx.send(msg)
+        except (BrokenPipeError, ConnectionError):
+            w.proc.wait(timeout=5)
+            self.fail(w, "exited before finishing")
+        except (TypeError, AttributeError, ValueError) as exc:  # pickling
+            self.fail(w, f"could not be sent its work ({exc}); a tokenizer must be picklable for workers > 1")
+
+    def collect(self, tag: str, timeout_s: float, watch: bool = False,
+                on_tick: Optional[Callable[[], None]] = None) -> dict[int, tuple[Any, ...]]:
+        """Wait for ``tag`` from every worker; ``watch`` applies the silence rule."""
+        start = time.perf_counter()
+        pending = {w.rx: w for w in self.workers}
+        got: dict[int, tuple[Any, ...]] = {}
+        for w in self.workers:
+            w.seen = start
+        while pending:
+            for rx in wait(list(pending), timeout=0.2):
+                w = pending[rx]  # type: ignore[index]
+                try:
+                    msg = rx.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):
+                    w.proc.wait(timeout=5)
+                    self.fail(w, "exited before finishing")
+                w.seen = time.perf_counter()
+                if msg[0] == "error":
+                    self.fail(w, f"failed:\n{msg[1]}")
+                elif msg[0] == "tick":
+                    w.done = msg[1]
+                    if on_tick is not None:
+                        on_tick()
+                elif msg[0] == tag:
+                    got[w.k] = msg[1:]
+                    del pending[rx]
+            now = time.perf_counter()
+            for w in list(pending.values()):
+                if now - start > timeout_s:
+                    self.fail(w, f"did not finish within {timeout_s:.0f} s")
+                if watch and now - w.seen > SILENCE_S:
+                    self.fail(w, f"sent nothing for {SILENCE_S:.0f} s (hung)")
+        return got
+
+    def close(self) -> None:
+        for w in self.workers:
+            if w.proc.poll() is None:
+                try:
+                    w.tx.send(("stop",))
+                except OSError:
+                    pass
+        deadline = time.perf_counter() + 5
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=max(0.1, deadline - time.perf_counter()))
+            except subprocess.TimeoutExpired:
+                pass
+            w.close()
+
+
+def run_sharded(
+    spec: ScenarioSpec, base_url: str, model: str, *, api_key_env: Optional[str] = None,
+    tokenizer: Any = None, progress: Optional[Callable[[int, int], None]] = None, dataset: Any = None,
+    salt: Optional[int] = None,
+) -> Any:
+    """Run ``spec`` over :func:`effective_workers` processes; returns a ``loadgen.RunOutput``."""
+    from .client import check_reachable, run
+    from .loadgen import REACH_TIMEOUT_S, RunOutput
+
+    run(check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s)))
+    n = effective_workers(spec)
+    plan = plan_run(spec, n, tokenizer, dataset, salt)
+    pool = _Pool()
+    exchanges: list[RawExchange] = []
+    base = 0
+    try:
+        pool.start(n)
+        for w, size in zip(pool.workers, plan.pools):
+            extra = (tokenizer, dataset) if plan.extendable else (None, None)
+            pool.send(w, ("init", Init(spec, base_url, model, api_key_env, max(1, size), salt, *extra)))
+        pool.collect("ready", START_TIMEOUT_S)
+
+        def tick() -> None:
+            if progress is not None:
+                progress(base + sum(w.done for w in pool.workers), plan.total)
+
+        for phase in plan.phases:
+            for w, job in zip(pool.workers, phase.jobs):
+                w.done = 0
+                pool.send(w, ("job", job))
+            pool.collect("armed", START_TIMEOUT_S)
+            t0 = time.perf_counter() + GO_DELAY_S
+            for w in pool.workers:
+                pool.send(w, ("go", t0))
+            done = pool.collect("done", GO_DELAY_S + phase.bound_s + MARGIN_S, watch=True, on_tick=tick)
+            for w in pool.workers:
+                out, stats = done[w.k]
+                exchanges += out
+                w.stats.add(stats)
+            base += sum(len(done[k][0]) for k in done)
+            for w in pool.workers:
+                w.done = 0
+        if progress is not None:
+            progress(base, plan.total or base)
+        check = ShardCheck(plan.open_loop, plan.mean_gap_s, [w.stats for w in pool.workers])
+    finally:
+        pool.close()
+    return RunOutput(sorted(exchanges, key=lambda ex: ex.plan.index), check, plan.load)
+
+
+# --- the worker process --------------------------------------------------------------
+
+
+async def _heartbeat(tx: Connection, prog: Any) -> None:
+    last, quiet = -1, 0.0
+    while True:
+        await asyncio.sleep(0.25)
+        quiet += 0.25
+        if prog.done != last or quiet >= HEARTBEAT_S:
+            tx.send(("tick", prog.done))
+            last, quiet = prog.done, 0.0
+
+
+async def _run_job(init: Init, job: Job, t0: float, client: Any, tx: Connection) -> tuple[Any, ...]:
+    from .loadgen import _closed_loop, _open_loop, _Progress, _Supply
+
+    prog = _Progress(None, 0)
+    check = SelfCheck(open_loop=job.open_loop, mean_gap_s=job.mean_gap_s)
+    beat = asyncio.get_running_loop().create_task(_heartbeat(tx, prog))
+    check.start()
+    try:
+        if job.open_loop:
+            for p in job.plans:
+                p.scheduled_at += t0
+            out = await _open_loop(client, job.plans, check, prog, job.ceiling)
+        else:
+            supply = _Supply(init.spec, 0, init.tokenizer, init.dataset, init.salt, items=job.items or [])
+            out = await _closed_loop(
+                init.spec, client, job.users, supply, check, prog, first=job.first, count=job.count,
+                batch=job.batch, warmup=job.warmup, budget=job.budget, t0=t0,
+                indices=owned(job.first, job.users, job.offset, job.total_users),
+            )
+    finally:
+        await check.stop()
+        beat.cancel()
+    return ("done", out, check.stats())
+
+
+async def _serve(init: Init, rx: Connection, tx: Connection) -> None:
+    from .client import OpenAIClient
+    from .loadgen import WARM_CONNECTIONS
+
+    spec = init.spec
+    async with OpenAIClient(
+        init.base_url, init.model, api=spec.api, stream=spec.stream, api_key_env=init.api_key_env,
+        timeout_s=spec.timeout_s, max_connections=init.pool, ignore_eos=spec.ignore_eos,
+    ) as client:
+        tx.send(("ready", await client.open_connections(min(init.pool, WARM_CONNECTIONS))))
+        # Between phases the loop blocks on the pipe: nothing is in flight then.
+        while (msg := rx.recv())[0] == "job":
+            tx.send(("armed",))
+            go = rx.recv()
+            tx.send(await _run_job(init, msg[1], go[1], client, tx))
+
+
+def main() -> int:
+    """Worker entry point: messages on stdin, replies on stdout; stdout prints go to stderr."""
+    from .client import run
+
+    rx = Connection(os.dup(0), writable=False)
+    tx = Connection(os.dup(1), readable=False)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    try:
+        msg = rx.recv()
+        run(_serve(msg[1], rx, tx))
+    except EOFError:  # the parent went away
+        return 1
+    except BaseException:
+        try:
+            tx.send(("error", traceback.format_exc()[-STDERR_TAIL:]))
+        except OSError:
+            pass
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    # Run the importable module's main, so pickled classes resolve to one module object.
+    from pytest_goodput.shard import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,207 @@
+"""Sharded load generation: plans dealt over worker processes, merged back as one run."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from pytest_goodput import shard
+from pytest_goodput.loadgen import run_scenario
+from pytest_goodput.schedule import mean_rate, open_loop_schedule
+from pytest_goodput.selfcheck import WorkerStats, judge_workers
+from pytest_goodput.shard import ShardError, count_owned, effective_workers, owned, plan_run, split
+from pytest_goodput.spec import ScenarioSpec
+
+SIM = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    proc = subprocess.Popen([sys.executable, "-c", SIM, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# --- pure parts -------------------------------------------------------------------------
+
+
+def test_split_and_owned_indices():
+    assert split(7, 3) == [3, 2, 2] and split(2, 4) == [1, 1, 0, 0] and sum(split(128, 5)) == 128
+    # 5 users over 2 workers (3 + 2): indices 0,1,2 | 3,4 | 5,6,7 | 8,9 ...
+    it = owned(0, 3, 0, 5)
+    assert [next(it) for _ in range(6)] == [0, 1, 2, 5, 6, 7]
+    it = owned(4, 2, 3, 5)  # starting at index 4 (after 4 warm-ups)
+    assert [next(it) for _ in range(4)] == [7, 8, 12, 13]
+    assert count_owned(0, 10, 0, 3, 0, 5) == 6 and count_owned(0, 10, 0, 2, 3, 5) == 4
+
+
+def test_open_loop_plan_is_dealt_round_robin_with_one_clock():
+    spec = ScenarioSpec(scenario="server", rate=50, requests=20, warmup_requests=3, concurrency=5)
+    plan = plan_run(spec, 2, None, None, 7)
+    a, b = (phase_job.plans for phase_job in plan.phases[0].jobs)
+    assert [p.index for p in a] == list(range(0, 23, 2)) and [p.index for p in b] == list(range(1, 23, 2))
+    offsets = open_loop_schedule(spec).offsets
+    assert [p.scheduled_at for p in a + b] == [offsets[p.index] for p in a + b]  # offsets; t0 added at go
+    assert [p.warmup for p in a[:3]] == [True, True, False] and b[0].warmup and not b[2].warmup
+    assert [j.ceiling for j in plan.phases[0].jobs] == [3, 2] and plan.pools == [3, 2]
+    assert plan.total == 23 and plan.load == {"rate": 50.0, "max_concurrency": 5.0}
+    assert plan.mean_gap_s == pytest.approx(0.02) and plan.phases[0].jobs[0].mean_gap_s == pytest.approx(0.04)
+
+
+def test_closed_loop_budget_follows_users():
+    spec = ScenarioSpec(scenario="concurrency", concurrency=3, requests=10, warmup_requests=2)
+    plan = plan_run(spec, 2, None, None, 7)
+    j0, j1 = plan.phases[0].jobs
+    assert (j0.users, j0.offset, j1.users, j1.offset) == (2, 0, 1, 2)
+    # indices 2..11 measured; worker 0 owns i % 3 in {0, 1}: 3,4,6,7,9,10 -> 6 (+ 2, 5, 8, 11 for worker 1)
+    assert (j0.budget, j1.budget) == (6, 4)
+    assert [i for i, it in enumerate(j1.items) if it is not None] == [2, 5, 8, 11]
+    assert plan.pools == [2, 1] and plan.total == 12 and not plan.extendable
+
+
+def test_offline_phases():
+    spec = ScenarioSpec(scenario="offline", requests=6, warmup_requests=3)
+    plan = plan_run(spec, 2, None, None, 7)
+    warm, measured = plan.phases
+    assert [(j.users, j.warmup, j.count) for j in warm.jobs] == [(2, True, 3), (1, True, 3)]
+    assert [(j.users, j.first, j.budget) for j in measured.jobs] == [(3, 3, 3), (3, 3, 3)]
+    assert plan.pools == [3, 3]
+
+
+def test_effective_workers(monkeypatch):
+    assert effective_workers(ScenarioSpec(scenario="concurrency", concurrency=3, workers=8)) == 3
+    assert effective_workers(ScenarioSpec(scenario="offline", requests=2, workers=4)) == 2
+    assert effective_workers(ScenarioSpec(rate=5, workers=4)) == 4
+    monkeypatch.setattr(shard.sys, "platform", "darwin")
+    with pytest.warns(RuntimeWarning, match="needs Linux"):
+        assert effective_workers(ScenarioSpec(rate=5, workers=4)) == 1
+
+
+def test_workers_do_not_change_the_identity():
+    a, b = ScenarioSpec(rate=5), ScenarioSpec(rate=5, workers=4)
+    assert a.identity_hash() == b.identity_hash() and "workers" not in b.identity()
+
+
+def test_judge_workers_names_the_saturated_worker():
+    calm = WorkerStats([1.0] * 50, [1.0] * 50, cpu_s=0.3, wall_s=1.0)
+    busy = WorkerStats([2.0] * 50, [30.0] * 50, cpu_s=0.95, wall_s=1.0)
+    h = judge_workers([calm, busy], open_loop=True, mean_gap_s=0.01)
+    assert not h.valid and h.workers == 2 and h.cpu_utilization == 0.95
+    assert len(h.reasons) == 2 and all(r.startswith("worker 2 of 2: ") for r in h.reasons)
+    assert h.loop_lag_ms.count == 100 and h.send_lag_p99_ms == 2.0
+    assert judge_workers([calm, calm], open_loop=True, mean_gap_s=0.01).valid
+
+
+# --- against the simulator ----------------------------------------------------------------
+
+
+def _view(r):
+    return [(x.index, x.warmup, x.ok, x.prompt_tokens, x.output_tokens) for x in r.requests]
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2]
+
+
+@pytest.mark.parametrize("spec", [
+    ScenarioSpec(scenario="server", rate=40, requests=40, warmup_requests=5, isl=16, osl=8,
+                 osl_dist="uniform", range_ratio=0.5),
+    ScenarioSpec(scenario="concurrency", concurrency=3, requests=20, warmup_requests=4, isl=8, osl=6),
+    ScenarioSpec(scenario="offline", requests=12, warmup_requests=3, concurrency=4, isl=8, osl=4),
+], ids=["server", "concurrency", "offline"])
+def test_two_workers_measure_what_one_does(sim_url, spec):
+    one = run_scenario(spec, sim_url, "sim", salt=11)
+    two = run_scenario(spec.model_copy(update={"workers": 2}), sim_url, "sim", salt=11)
+    assert one.client.workers == 1 and two.client.workers == 2
+    assert _view(one) == _view(two)  # same indices in order, warm-up flags, token counts
+    assert two.issued == one.issued == spec.requests and two.completed == spec.requests
+    # timing within plausible noise of a shared machine, not exact
+    t1 = _median(x.ttft_ms for x in one.requests if not x.warmup)
+    t2 = _median(x.ttft_ms for x in two.requests if not x.warmup)
+    assert 0.33 < t2 / t1 < 3.0, (t1, t2)
+
+
+def test_closed_loop_never_exceeds_total_concurrency(sim_url):
+    spec = ScenarioSpec(scenario="concurrency", concurrency=5, requests=60, isl=8, osl=8, workers=2)
+    r = run_scenario(spec, sim_url, "sim")
+    events = sorted([(x.sent_at, 1) for x in r.requests] + [(x.end_at, -1) for x in r.requests],
+                    key=lambda e: (e[0], e[1]))  # an end before a send at the same instant
+    depth = peak = 0
+    for _, d in events:
+        depth += d
+        peak = max(peak, depth)
+    assert peak == 5 and r.completed == 60
+
+
+def test_poisson_rate_holds_across_workers(sim_url):
+    spec = ScenarioSpec(scenario="server", rate=80, requests=240, isl=8, osl=4, workers=2)
+    r = run_scenario(spec, sim_url, "sim")
+    sched = open_loop_schedule(spec)
+    assert r.completed == 240
+    # what was sent follows the seeded schedule's own rate within 3 % ...
+    assert r.load["offered_rate"] == pytest.approx(mean_rate(sched.offsets), rel=0.03)
+    # ... and the schedule is a fair Poisson sample of 80 req/s (4 sigma = 4 / sqrt(239) = 26 %)
+    assert abs(mean_rate(sched.offsets) / 80 - 1) < 4 / 239 ** 0.5
+
+
+def _shard_children():
+    """Worker processes started by this test process (Linux /proc)."""
+    me, out = os.getpid(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and b"pytest_goodput.shard" in cmd:
+            out.append(int(pid))
+    return sorted(out)
+
+
+def _signal_a_worker_later(sig, delay_s=1.5):
+    def go():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            kids = _shard_children()
+            if len(kids) == 2:
+                time.sleep(delay_s)
+                os.kill(kids[-1], sig)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_killed_worker_is_a_clear_error(sim_url):
+    spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
+    _signal_a_worker_later(signal.SIGKILL)
+    t = time.perf_counter()
+    with pytest.raises(ShardError, match=r"worker 2 of 2 \(pid \d+\) exited before finishing; exit code -9"):
+        run_scenario(spec, sim_url, "sim")
+    assert time.perf_counter() - t < 15
+    time.sleep(0.2)
+    assert _shard_children() == []  # the other worker was stopped too
+
+
+def test_a_hung_worker_is_killed_and_named(sim_url, monkeypatch):
+    monkeypatch.setattr(shard, "SILENCE_S", 2.0)
+    spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
+    _signal_a_worker_later(signal.SIGSTOP)
+    with pytest.raises(ShardError, match=r"worker 2 of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
+        run_scenario(spec, sim_url, "sim")
+    time.sleep(0.2)
+    assert _shard_children() == []
