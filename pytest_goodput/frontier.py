@@ -298,8 +298,14 @@ def compare_frontiers(
     current: list[FrontierPoint],
     tolerance: float = 0.05,
     noise: Optional[NoiseFn] = None,
+    x_tolerance: Optional[float] = None,
 ) -> FrontierComparison:
     """Judge ``current`` at every baseline frontier point (see docs/frontiers.md).
+
+    Interactivity is measured too, so it is noisy: a current point counts as serving a
+    baseline point when its interactivity is at least the baseline's × (1 − ``x_tolerance``)
+    (default: ``tolerance``). Without this, a twin point measured 0.01 % less interactive
+    misses the step lookup and a same-engine rerun is reported as a regression.
 
     ``noise(point, side)`` gives a point's relative throughput half-width (e.g. from
     :func:`throughput_interval`); it is asked for each baseline point (side "baseline")
@@ -307,12 +313,15 @@ def compare_frontiers(
     """
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+    x_tol = tolerance if x_tolerance is None else x_tolerance
+    if not 0 <= x_tol < 1:
+        raise ValueError(f"x_tolerance must be in [0, 1), got {x_tol}")
     base_front = pareto_frontier(baseline)
     cur_front = pareto_frontier(current)
     rows: list[FrontierPointComparison] = []
     for b in base_front:
         assert b.interactivity is not None and b.throughput is not None
-        c = _best_at_or_above(cur_front, b.interactivity)
+        c = _best_at_or_above(cur_front, b.interactivity * (1.0 - x_tol))
         if c is None:
             ratio = 0.0
         elif b.throughput > 0:
