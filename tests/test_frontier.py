@@ -387,3 +387,17 @@ def test_worked_example_of_docs_frontiers_md() -> None:
     assert [r.verdict for r in tight.points] == ["pass", "regressed", "pass", "inconclusive"]
     assert tight.points[1].interval[1] == pytest.approx(0.9473, abs=1e-4)
     assert tight.verdict == "regressed" and tight.worst is not None and tight.worst.interactivity == 25
+
+
+def test_interactivity_noise_within_tolerance_is_matched() -> None:
+    base = [pt(10, 900, 64), pt(50, 190, 4), pt(80, 75, 1)]
+    # the same engine again: every point 0.1 % less interactive, same throughput
+    again = [pt(x * 0.999, y, load) for x, y, load in ((10, 900, 64), (50, 190, 4), (80, 75, 1))]
+    assert compare_frontiers(base, again, 0.05).verdict == "pass"
+    strict = compare_frontiers(base, again, 0.05, x_tolerance=0.0)
+    assert strict.verdict == "regressed" and strict.worst_ratio == 0.0
+    # 6 % less interactive is beyond the 5 % slack: the point is no longer served
+    slower = [pt(x * 0.94, y, load) for x, y, load in ((10, 900, 64), (50, 190, 4), (80, 75, 1))]
+    assert compare_frontiers(base, slower, 0.05).points[-1].verdict == "regressed"
+    with pytest.raises(ValueError, match="x_tolerance"):
+        compare_frontiers(base, again, 0.05, x_tolerance=1.5)
