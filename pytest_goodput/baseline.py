@@ -40,6 +40,7 @@ class BaselineRun(BaseModel):
         default_factory=list, description="one entry per repeat, or per sweep point"
     )
     frontier: Optional[list[dict[str, Any]]] = None
+    capacity: Optional[dict[str, Any]] = None
 
 
 class BaselineFile(BaseModel):

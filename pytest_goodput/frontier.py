@@ -24,6 +24,10 @@ LoadKind = Literal["concurrency", "rate"]
 
 Side = Literal["baseline", "current"]
 
+#: Interactivity slack when matching points: run-to-run noise of a P50 TPOT is ~1 %, so a
+#: twin point within 5 % still serves the baseline point's users.
+DEFAULT_X_TOLERANCE = 0.05
+
 #: ``noise(point, side)``: relative half-width of the point's throughput (0.03 = ±3 %) in the
 #: baseline or current run, or None if unknown.
 NoiseFn = Callable[["FrontierPoint", Side], Optional[float]]
@@ -313,7 +317,7 @@ def compare_frontiers(
     """
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
-    x_tol = tolerance if x_tolerance is None else x_tolerance
+    x_tol = DEFAULT_X_TOLERANCE if x_tolerance is None else x_tolerance
     if not 0 <= x_tol < 1:
         raise ValueError(f"x_tolerance must be in [0, 1), got {x_tol}")
     base_front = pareto_frontier(baseline)
@@ -350,58 +354,3 @@ def compare_frontiers(
         baseline_frontier=base_front,
         current_frontier=cur_front,
     )
-
-
-def throughput_interval(
-    result: RunResult,
-    confidence: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-    gpus: int = 1,
-) -> Optional[tuple[float, float]]:
-    """Percentile-bootstrap interval of output tokens/s over the run's requests.
-
-    Resamples measured requests (failures count as 0 tokens) over the fixed window. It sees
-    request-to-request noise only; widen it with run-to-run spread on shared machines.
-    None when the run has no measured requests or no window.
-    """
-    import numpy as np  # lazy: keeps importing this module cheap
-
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    tokens = np.array(
-        [r.output_tokens if r.ok else 0 for r in result.requests if not r.warmup], dtype=np.float64
-    )
-    window = result.window.seconds
-    if tokens.size == 0 or not window > 0:
-        return None
-    rng = np.random.default_rng(seed)
-    n = tokens.size
-    totals = np.empty(resamples, dtype=np.float64)
-    chunk = max(1, 2_000_000 // n)  # bound memory at ~16 MB of indices
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        totals[start:stop] = tokens[idx].sum(axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(totals, [alpha, 1.0 - alpha])
-    return float(lo) / window / gpus, float(hi) / window / gpus
-
-
-def relative_half_width(interval: Optional[tuple[float, float]], value: Optional[float]) -> Optional[float]:
-    """Half the interval's width relative to ``value`` (the form ``noise`` returns)."""
-    if interval is None or not _finite(value) or value == 0:
-        return None
-    return (interval[1] - interval[0]) / 2.0 / abs(value)  # type: ignore[arg-type]
-
-
-def noise_by_load(
-    baseline: Mapping[tuple[str, float], float], current: Mapping[tuple[str, float], float]
-) -> NoiseFn:
-    """A ``noise`` function that looks points up by ``(load_kind, load)`` on each side."""
-
-    def noise(p: FrontierPoint, side: Side) -> Optional[float]:
-        table = baseline if side == "baseline" else current
-        return table.get((p.load_kind, p.load))
-
-    return noise

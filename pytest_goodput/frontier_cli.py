@@ -31,12 +31,10 @@ from .frontier import (
     NoiseFn,
     compare_frontiers,
     max_throughput_under_slo,
-    noise_by_load,
     pareto_frontier,
     point_from_result,
-    relative_half_width,
-    throughput_interval,
 )
+from .frontier_noise import noise_by_load, relative_half_width, throughput_interval
 from .outcome import VERDICT_SYMBOL
 from .results import RunResult
 

@@ -32,6 +32,19 @@ class Measurement:
         return self.runs[-1]
 
 
+def measurement_metrics(m: Measurement) -> dict[str, Optional[float]]:
+    """Headline numbers: a run's key metrics, a sweep's best throughput, a capacity."""
+    from .gate import key_metrics
+
+    if m.kind == "capacity" and m.capacity is not None:
+        return {"capacity.requests_per_s": m.capacity.get("requests_per_s")}
+    if m.kind == "sweep" and m.frontier is not None:
+        front = m.frontier.get("current") or []
+        best = max((p.get("throughput") or 0.0 for p in front), default=None)
+        return {"frontier.max_output_tokens_per_s": best, "frontier.points": float(len(front))}
+    return key_metrics(m.result)
+
+
 def run_once(
     spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None
 ) -> RunResult:

@@ -13,10 +13,10 @@ from typing import Optional
 from . import baseline as store
 from .engine import Engine
 from .fingerprint import collect
-from .gate import build_outcome, fails, key_metrics
+from .gate import build_outcome, fails
 from .outcome import TestOutcome
 from .results import Samples
-from .runner import Measurement
+from .runner import Measurement, measurement_metrics
 from .settings import Settings
 from .spec import ScenarioSpec
 
@@ -106,6 +106,7 @@ class GoodputSession:
                 )
                 self.outcomes.append(outcome)
                 return outcome
+        view, extra = self._shape_comparisons(spec, m, base)
         outcome = build_outcome(
             nodeid=nodeid,
             location=location,
@@ -116,27 +117,46 @@ class GoodputSession:
             compare_enabled=use_store,
             strict=s.strict,
             default_tolerance=s.tolerance,
+            extra_comparisons=extra,
         )
-        if m.frontier is not None:
-            outcome = outcome.model_copy(update={"frontier": self._frontier_view(m, base)})
+        if view is not None:
+            outcome = outcome.model_copy(update={"frontier": view})
+        if m.kind != "runs":
+            outcome = outcome.model_copy(update={"key_metrics": measurement_metrics(m)})
         if s.update:
             outcome = self._record(path, nodeid, spec, m, env, base, outcome)
         self.outcomes.append(outcome)
         self.measurements[nodeid] = m
         return outcome
 
-    def _frontier_view(self, m: Measurement, base: Optional[store.BaselineFile]) -> dict:
-        view = dict(m.frontier or {})
-        if base is not None and base.runs and base.latest.frontier is not None:
-            from .frontier import FrontierPoint, compare_frontiers
+    def _tolerance(self, spec: ScenarioSpec, metric: str) -> float:
+        t = spec.tolerances.get(metric, spec.tolerance)
+        return t if t is not None else (self.settings.tolerance or 0.05)
 
-            b = [FrontierPoint.model_validate(p) for p in base.latest.frontier]
+    def _shape_comparisons(
+        self, spec: ScenarioSpec, m: Measurement, base: Optional[store.BaselineFile]
+    ) -> tuple[Optional[dict], list]:
+        """Sweeps are judged as frontiers and capacity searches as capacities, not per run."""
+        latest = base.latest if base is not None and base.runs else None
+        extra: list = []
+        view = dict(m.frontier) if m.frontier is not None else None
+        if view is not None and latest is not None and latest.frontier is not None and spec.sweep:
+            from .frontier import FrontierPoint, compare_frontiers
+            from .frontier_noise import sweep_noise
+
+            b = [FrontierPoint.model_validate(p) for p in latest.frontier]
             c = [FrontierPoint.model_validate(p) for p in view.get("current", [])]
-            view["baseline"] = base.latest.frontier
-            view["comparison"] = compare_frontiers(b, c, self.settings.tolerance or 0.05).model_dump(
-                mode="json"
-            )
-        return view
+            noise = sweep_noise(spec.sweep, spec.sweep_over, latest.samples, m.runs, spec.gpus)
+            cmp = compare_frontiers(b, c, self._tolerance(spec, "frontier_throughput"), noise)
+            view["baseline"] = latest.frontier
+            view["comparison"] = cmp.model_dump(mode="json")
+            extra.append(cmp.to_metric_comparison())
+        if m.capacity is not None and latest is not None and latest.capacity is not None:
+            from .capacity import capacity_comparison
+
+            extra.append(capacity_comparison(
+                latest.capacity, m.capacity, self._tolerance(spec, "capacity.requests_per_s")))
+        return view, extra
 
     def _record(self, path: Path, nodeid: str, spec: ScenarioSpec, m: Measurement, env,
                 base: Optional[store.BaselineFile], outcome: TestOutcome) -> TestOutcome:
@@ -146,9 +166,10 @@ class GoodputSession:
         run = store.BaselineRun(
             recorded_at=store.now_iso(),
             environment=env,
-            summary=key_metrics(m.result),
+            summary=measurement_metrics(m),
             samples=[Samples.from_records(r.requests, r.window.seconds) for r in m.runs],
             frontier=(m.frontier or {}).get("current"),
+            capacity=m.capacity,
         )
         store.record(
             path,

@@ -14,15 +14,13 @@ from pytest_goodput.frontier import (
     compare_frontiers,
     max_throughput_under_slo,
     nearest_rank,
-    noise_by_load,
     pareto_frontier,
     point_from_result,
     ratio_interval,
-    relative_half_width,
     step_lookup,
     step_polyline,
-    throughput_interval,
 )
+from pytest_goodput.frontier_noise import noise_by_load, relative_half_width, throughput_interval
 from pytest_goodput.results import (
     ClientHealth,
     Distribution,

@@ -17,12 +17,10 @@ from pytest_goodput.frontier import (
     FrontierComparison,
     FrontierPoint,
     compare_frontiers,
-    noise_by_load,
     pareto_frontier,
     point_from_result,
-    relative_half_width,
-    throughput_interval,
 )
+from pytest_goodput.frontier_noise import noise_by_load, relative_half_width, throughput_interval
 from pytest_goodput.runner import Measurement, measure
 from pytest_goodput.spec import ScenarioSpec
 

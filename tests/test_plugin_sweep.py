@@ -1,0 +1,63 @@
+"""Sweeps and capacity searches through the plugin: stored frontiers gate like any metric."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pytest_goodput.frontier_noise  # noqa: F401  (see test_plugin.py: no C-extension reloads)
+import pytest_goodput.loadgen  # noqa: F401
+import pytest_goodput.report.markdown  # noqa: F401
+import pytest_goodput.verdicts  # noqa: F401
+from pytest_goodput.engine import simulator
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
+SWEEP = """
+import pytest
+
+@pytest.mark.goodput(scenario="sweep", sweep=[1, 16, 32], duration_s=2.0, isl=128, osl=32,
+                     osl_dist="uniform", range_ratio=0.5)
+def test_frontier():
+    pass
+"""
+
+
+def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester):
+    pytester.makepyfile(test_perf=SWEEP)
+    with simulator(kv_capacity_tokens=2048) as eng:
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+        res.assert_outcomes(passed=1)
+        doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_frontier.json").read_text())
+        run = doc["runs"][0]
+        assert len(run["samples"]) == 3 and run["frontier"]
+        assert run["summary"]["frontier.max_output_tokens_per_s"] > 0
+        pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-baseline").assert_outcomes(passed=1)
+    with simulator(kv_capacity_tokens=1024) as eng:
+        report = pytester.path / "r.md"
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-baseline",
+                                 f"--goodput-report={report}")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert "regressed" in out and "frontier" in out.lower()
+    assert "xychart-beta" in report.read_text()
+
+
+def test_capacity_search_is_recorded_and_compared(pytester):
+    pytester.makepyfile(test_cap="""
+import pytest
+
+@pytest.mark.goodput(scenario="capacity", rate=4.0, duration_s=2.0, isl=64, osl=16,
+                     ttft_ms=300, tpot_ms=25, attainment=0.9, capacity_resolution=0.1)
+def test_capacity():
+    pass
+""")
+    with simulator(slowdown=4.0) as eng:
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+        res.assert_outcomes(passed=1)
+        doc = json.loads((pytester.path / ".goodput/baselines/test_cap/test_capacity.json").read_text())
+        cap = doc["runs"][0]["capacity"]
+        assert cap["requests_per_s"] > 0 and cap["probes"]
+        assert doc["runs"][0]["summary"]["capacity.requests_per_s"] == cap["requests_per_s"]
