@@ -226,8 +226,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if session.outcomes:
         from .report.terminal import supports_unicode
 
-        ascii_only = not supports_unicode(getattr(tr._tw, "_file", None))
-        tr.write_line(render_summary(session.outcomes, width=tr._tw.fullwidth, ascii=ascii_only))
+        out = getattr(tr._tw, "_file", None)
+        ascii_only = not supports_unicode(out)
+        # A terminal gets a table that fits; a CI log keeps every column.
+        width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
+        tr.write_line(render_summary(session.outcomes, width=width, ascii=ascii_only))
     for path in session.written:
         tr.write_line(f"baseline written: {path}")
     for note in session.skipped_writes:
