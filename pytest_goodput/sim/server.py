@@ -5,7 +5,8 @@ virtual clock, so late wake-ups never accumulate drift) and hands emitted tokens
 per-request streams. Per-token work is a counter bump, a future wake-up and a
 pre-encoded byte concatenation, so the server is not the bottleneck at test-suite rates.
 
-The tokenizer is "one whitespace-separated word = one token", so usage numbers are exact.
+What the bodies mean and how responses are spelled lives in :mod:`.openai`; this module is
+the scheduling, fault injection and HTTP plumbing around it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 import zlib
 from typing import Any, Optional
 
+from . import openai
 from .model import EngineModel, RequestTooLong, draw_output_length
 from .profile import SimProfile, SimProfileError, add_profile_arguments, profile_from_env_and_args
 
@@ -139,15 +141,10 @@ class SimEngine:
         if p.max_queue is not None and self.model.num_waiting >= p.max_queue:
             self.refused += 1
             return (p.queue_full_status, "waiting queue is full"), {}
-        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default_max
-        min_tokens = int(body.get("min_tokens") or 0)
-        if prompt_tokens < 1:
-            return (400, "prompt is empty"), {}
-        if not isinstance(max_tokens, int) or max_tokens < 1:
-            return (400, "max_tokens must be a positive integer"), {}
-        if prompt_tokens + max_tokens > p.num_blocks * p.block_size:
-            return (400, f"prompt ({prompt_tokens} tokens) + max_tokens ({max_tokens}) exceeds "
-                         f"the KV cache ({p.num_blocks * p.block_size} tokens)"), {}
+        max_tokens, min_tokens = openai.token_limits(body, default_max)
+        bad = openai.limits_error(prompt_tokens, max_tokens, p.num_blocks * p.block_size)
+        if bad is not None:
+            return (400, bad), {}
         out_len = draw_output_length(rng, max_tokens, min(min_tokens, max_tokens), p.eos_prob,
                                      bool(body.get("ignore_eos", False)))
         rid = f"{self._tag}{self._counter:x}"
@@ -191,34 +188,7 @@ class SimEngine:
 def _error(status: int, message: str) -> Any:
     from starlette.responses import JSONResponse
 
-    kind = {400: "BadRequestError", 429: "RateLimitError", 503: "ServiceUnavailableError"}
-    return JSONResponse({"error": {"message": message, "type": kind.get(status, "InternalServerError"),
-                                   "code": status}}, status_code=status)
-
-
-def _prompt_of(body: dict[str, Any], chat: bool) -> tuple[str, int]:
-    """The prompt text and its token count (words; token-id lists count their ids)."""
-    if chat:
-        parts: list[str] = []
-        for msg in body.get("messages") or []:
-            content = msg.get("content") if isinstance(msg, dict) else None
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(c.get("text", "") for c in content if isinstance(c, dict))
-        text = " ".join(parts)
-        return text, len(text.split())
-    prompt = body.get("prompt", "")
-    if isinstance(prompt, list):
-        if prompt and all(isinstance(t, int) for t in prompt):
-            return " ".join(map(str, prompt)), len(prompt)
-        if len(prompt) == 1 and isinstance(prompt[0], str):
-            prompt = prompt[0]
-        else:
-            raise ValueError("prompt must be one string or one list of token ids")
-    if not isinstance(prompt, str):
-        raise ValueError("prompt must be a string")
-    return prompt, len(prompt.split())
+    return JSONResponse(openai.error_body(status, message), status_code=status)
 
 
 class _SSE:
@@ -228,32 +198,22 @@ class _SSE:
                  usage: bool, model_name: str) -> None:
         self.e, self.plan, self.chat, self.usage = engine, plan, chat, usage
         self.prompt_tokens = prompt_tokens
-        rid, created = plan["rid"], int(time.time())
-        obj = "chat.completion.chunk" if chat else "text_completion"
-        head = (f'data: {{"id":"{"chatcmpl" if chat else "cmpl"}-{rid}","object":"{obj}",'
-                f'"created":{created},"model":{json.dumps(model_name)},"choices":')
-        self.head = head.encode()
-        self.pre = (head + ('[{"index":0,"delta":{"content":"' if chat else '[{"index":0,"text":"')).encode()
-        self.post = b'"},"logprobs":null,"finish_reason":null}]}\n\n' if chat else \
-            b'","logprobs":null,"finish_reason":null}]}\n\n'
-        reason = "length" if plan["out_len"] >= plan["max_tokens"] else "stop"
-        self.last_post = self.post.replace(b"null}]", f'"{reason}"}}]'.encode())
+        self.enc = openai.ChunkEncoder(plan["rid"], chat, model_name,
+                                       openai.finish_reason(plan["out_len"], plan["max_tokens"]))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         e, plan, st = self.e, self.plan, self.e.streams[self.plan["rid"]]
         disc = asyncio.ensure_future(receive())
         disc.add_done_callback(st.wake)
         loop = asyncio.get_running_loop()
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")]})
+        await send({"type": "http.response.start", "status": 200, "headers": openai.SSE_HEADERS})
         try:
             if self.chat:
-                await send({"type": "http.response.body", "more_body": True, "body": self.head +
-                            b'[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,'
-                            b'"finish_reason":null}]}\n\n'})
+                await send({"type": "http.response.body", "more_body": True, "body": self.enc.role})
             sent, out_len, words, off = 0, plan["out_len"], e.words, plan["offset"]
             stall_at, drop_at, written = plan["stall_at"], plan["drop_at"], st.written
             trace = e._trace is not None
+            pre, post, last_post = self.enc.pre, self.enc.post, self.enc.last_post
             while True:
                 if disc.done():
                     return
@@ -275,8 +235,8 @@ class _SSE:
                     ready = drop_at
                 buf = []
                 for i in range(sent, ready):
-                    post = self.last_post if i == out_len - 1 else self.post
-                    buf.append(self.pre + words[(off + i) % _TEXT_LEN] + post)
+                    end = last_post if i == out_len - 1 else post
+                    buf.append(pre + words[(off + i) % _TEXT_LEN] + end)
                 if buf:
                     if trace:
                         now = _CLOCK()
@@ -286,13 +246,8 @@ class _SSE:
                 if drop_at is not None and sent == drop_at:
                     e.drops += 1
                     raise _InjectedDrop()
-            tail = b""
-            if self.usage:
-                u = {"prompt_tokens": self.prompt_tokens, "completion_tokens": out_len,
-                     "total_tokens": self.prompt_tokens + out_len}
-                tail = self.head + b"[],\"usage\":" + json.dumps(u, separators=(",", ":")).encode() + b"}\n\n"
-            await send({"type": "http.response.body", "body": tail + b"data: [DONE]\n\n",
-                        "more_body": False})
+            tail = self.enc.usage_chunk(self.prompt_tokens, out_len) if self.usage else b""
+            await send({"type": "http.response.body", "body": tail + openai.DONE, "more_body": False})
         finally:
             disc.remove_done_callback(st.wake)
             disc.cancel()
@@ -310,13 +265,10 @@ def build_app(engine: SimEngine) -> Any:
 
     async def generate(request: Any, chat: bool) -> Any:
         try:
-            body = json.loads(await request.body())
-            if not isinstance(body, dict):
-                raise ValueError("request body must be a JSON object")
-            prompt, n_prompt = _prompt_of(body, chat)
+            body, prompt, n_prompt = openai.parse_request(await request.body(), chat)
         except ValueError as err:
             return _error(400, str(err))
-        err, plan = engine.admit(prompt, n_prompt, body, 256 if chat else 16)
+        err, plan = engine.admit(prompt, n_prompt, body, openai.default_max_tokens(chat))
         if err is not None:
             return _error(*err)
         if body.get("stream"):
@@ -330,19 +282,9 @@ def build_app(engine: SimEngine) -> Any:
         finally:
             engine.finish(rid)
         n = plan["out_len"]
-        text = engine.text(plan["offset"], n)
-        reason = "length" if n >= plan["max_tokens"] else "stop"
-        choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
-        if chat:
-            choice["message"] = {"role": "assistant", "content": text}
-        else:
-            choice["text"] = text
-        return JSONResponse({
-            "id": f"{'chatcmpl' if chat else 'cmpl'}-{rid}",
-            "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()), "model": name, "choices": [choice],
-            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n},
-        })
+        return JSONResponse(openai.completion_body(
+            rid, chat, name, engine.text(plan["offset"], n), n_prompt, n,
+            openai.finish_reason(n, plan["max_tokens"])))
 
     async def completions(request: Any) -> Any:
         return await generate(request, chat=False)
@@ -351,8 +293,7 @@ def build_app(engine: SimEngine) -> Any:
         return await generate(request, chat=True)
 
     async def models(_: Any) -> Any:
-        return JSONResponse({"object": "list", "data": [
-            {"id": name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]})
+        return JSONResponse(openai.models_body(name))
 
     async def health(_: Any) -> Any:
         return Response(status_code=200)
