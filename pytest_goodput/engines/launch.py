@@ -4,25 +4,23 @@ Why this is more than ``Popen``: an engine that dies at start must fail the test
 words (the log tail), a port taken by someone else must not be mistaken for our engine being
 ready, and no engine process may outlive the test run — not on ``close()``, not at interpreter
 exit, and not when the parent is killed outright. The engine runs in its own session (process
-group), which ``close()`` signals as a whole; a tiny watchdog process, holding a pipe from the
-parent, tears the group down when that pipe closes because the parent died.
+group); :mod:`.procgroup` signals it as a whole on ``close()``, sweeps what is left at exit,
+and keeps a watchdog that tears the group down if the parent dies.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import weakref
 from typing import IO, Mapping, Optional, Sequence
+
+from .procgroup import kill_group, release_watchdog, start_watchdog, track, untrack
 
 __all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]
 
@@ -34,25 +32,6 @@ _CLASH_PATTERNS = re.compile(
     re.IGNORECASE,
 )
 _URL_LINE = re.compile(r"^\s*(https?://\S+)\s*$")
-
-# Runs in its own session; EOF on stdin without a "closed" byte means the parent is gone.
-_WATCHDOG = r"""
-import os, signal, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-pgid, grace = int(sys.argv[1]), float(sys.argv[2])
-if sys.stdin.buffer.read():
-    sys.exit(0)
-deadline = time.monotonic() + grace
-for sig in (signal.SIGTERM, 0, signal.SIGKILL):
-    try:
-        while sig == 0 and time.monotonic() < deadline:
-            os.killpg(pgid, 0)
-            time.sleep(0.05)
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        break
-"""
-
 
 class EngineStartError(RuntimeError):
     """The engine exited, clashed on its port, or was not ready in time; the message says which."""
@@ -105,7 +84,7 @@ class LaunchedEngine:
         self._proc, self._watchdog, self._grace_s = proc, watchdog, grace_s
         self._closed = False
         self._lock = threading.Lock()
-        _LIVE.add(self)
+        track(self)
 
     @property
     def returncode(self) -> Optional[int]:
@@ -127,25 +106,10 @@ class LaunchedEngine:
             if self._closed:
                 return self._proc.returncode
             self._closed = True
-        _kill_group(self._proc, self._grace_s if grace_s is None else grace_s)
-        self._release_watchdog()
-        _LIVE.discard(self)
+        kill_group(self._proc, self._grace_s if grace_s is None else grace_s)
+        release_watchdog(self._watchdog)
+        untrack(self)
         return self._proc.returncode
-
-    def _release_watchdog(self) -> None:
-        wd = self._watchdog
-        if wd is None or wd.stdin is None:
-            return
-        try:
-            wd.stdin.write(b"closed")  # data before EOF: "closed on purpose, do nothing"
-            wd.stdin.close()
-        except (OSError, ValueError):
-            pass
-        try:
-            wd.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            wd.kill()
-            wd.wait()
 
     def __enter__(self) -> "LaunchedEngine":
         return self
@@ -156,70 +120,6 @@ class LaunchedEngine:
     def __repr__(self) -> str:
         state = "alive" if self.alive() else f"exited {self.returncode}"
         return f"<LaunchedEngine pid={self.pid} {self.base_url} {state} log={self.log_path}>"
-
-
-_LIVE: "weakref.WeakSet[LaunchedEngine]" = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    for eng in list(_LIVE):
-        eng.close(grace_s=5.0)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Does any process of the group still run? Zombies do not count: once the leader is
-    gone its children are reaped by init, which may take a while."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc/self"):
-        return True
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # after the command: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    pgid = proc.pid  # start_new_session: the leader's pid is the group id
-    deadline = time.monotonic() + grace_s
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        # The leader may exit while its children linger: wait for the whole group.
-        while sig == signal.SIGTERM and _group_alive(pgid) and time.monotonic() < deadline:
-            try:
-                proc.wait(timeout=0.02)
-            except subprocess.TimeoutExpired:
-                pass
-        if not _group_alive(pgid):
-            break
-    proc.wait()
-
-
-def _start_watchdog(pgid: int, grace_s: float) -> Optional[subprocess.Popen[bytes]]:
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-I", "-c", _WATCHDOG, str(pgid), str(grace_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        return None
 
 
 def _pump_stdout(src: IO[bytes], log: IO[bytes], found: list[str], event: threading.Event) -> None:
@@ -359,7 +259,7 @@ def _launch_once(
     engine_port = port if port is not None else fixed
     engine = LaunchedEngine(
         proc, cmd=real, base_url=url or "", log_path=log_path, port=engine_port,
-        watchdog=_start_watchdog(proc.pid, grace_s), grace_s=grace_s,
+        watchdog=start_watchdog(proc.pid, grace_s), grace_s=grace_s,
     )
     found: list[str] = []
     got_url = threading.Event()
