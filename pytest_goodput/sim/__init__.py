@@ -1,7 +1,8 @@
 """The embedded engine simulator: a modelled continuous-batching LLM server.
 
 ``profile`` holds the knobs and presets, ``model`` the pure virtual-time performance model,
-``server`` the OpenAI-compatible HTTP front end (``python -m pytest_goodput sim``).
+``openai`` the pure request parsing and response encoding of the OpenAI API, ``server`` the
+HTTP front end that runs the model in real time (``python -m pytest_goodput sim``).
 """
 
 from .model import EngineModel, SimRequest, StepResult, Timeline, simulate
