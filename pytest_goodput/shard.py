@@ -1,23 +1,16 @@
-"""One run sharded over worker processes: one event loop (and at most one core) per worker.
+"""One run sharded over worker processes: one event loop (and at most one core) each.
 
-One Python process runs one event loop, and a loop that is busy sending and reading
-streams stamps times late; past a certain load the client, not the server, sets the pace.
-With ``workers=N`` the parent precomputes the plan, starts N worker processes
-(``python -m pytest_goodput.shard``: a fresh interpreter, no fork of a parent that may run
-loops and threads), and each worker runs its share on its own uvloop loop and
-:class:`~pytest_goodput.client.OpenAIClient`, then ships its raw exchanges and self-check
-numbers back over a pipe (pickle). The parent merges them and judges every worker.
+With ``workers=N`` the parent precomputes the plan (prompts, absolute deadlines, shares),
+starts N fresh interpreters (``python -m pytest_goodput.shard``; no fork of a parent that
+may hold loops and threads), and each runs its share on its own uvloop loop and
+``OpenAIClient``, then ships raw exchanges and self-check numbers back over a pipe
+(pickle). Deadlines are ``perf_counter()`` values: CLOCK_MONOTONIC on Linux, one clock for
+every process of the machine; elsewhere :func:`effective_workers` falls back to one process.
 
-Deadlines are absolute ``perf_counter()`` values. On Linux that is CLOCK_MONOTONIC, one
-clock for every process on the machine, so a deadline set by the parent means the same
-instant in a worker; elsewhere :func:`effective_workers` falls back to one process.
-
-Protocol (parent -> worker / worker -> parent, one pickled tuple per message):
-``init`` / ``ready`` (client open, connections pre-opened); per phase ``job`` / ``armed``,
-then ``go(t0)`` / ``tick(done)`` every 0.25-1 s and ``done(exchanges, stats)``; ``stop``.
-Any exception in a worker comes back as ``error(traceback)``. A worker that exits, falls
-silent or overruns its phase's bound makes the parent kill every worker and raise
-:class:`ShardError` naming it, with its exit code and the tail of its stderr.
+Messages (pickled tuples): ``init`` -> ``ready``; per phase ``job`` -> ``armed``, ``go(t0)``
+-> ``tick(done)`` (0.25-1 s apart) ... ``done(exchanges, stats)``; ``stop``; a worker's
+exception comes back as ``error(traceback)``. A worker that exits, falls silent or overruns
+its phase makes the parent kill every worker and raise :class:`ShardError` naming it.
 """
 
 from __future__ import annotations
@@ -26,6 +19,8 @@ import asyncio
 import itertools
 import math
 import os
+import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,18 +59,12 @@ def effective_workers(spec: ScenarioSpec) -> int:
     Off Linux, where ``perf_counter`` is not documented to be one clock across processes,
     this warns and returns 1.
     """
-    n = spec.workers
-    if n <= 1 or spec.scenario in ("sweep", "capacity"):
-        return 1
-    if not sys.platform.startswith("linux"):
+    n = min(spec.workers, spec.concurrency or spec.requests or spec.workers)
+    if n > 1 and not sys.platform.startswith("linux"):
         warnings.warn(f"workers={n} needs Linux (one monotonic clock across processes); "
                       "running in one process", RuntimeWarning, stacklevel=3)
         return 1
-    if spec.concurrency:
-        n = min(n, spec.concurrency)
-    elif spec.scenario == "offline" and spec.requests is not None:
-        n = min(n, spec.requests)
-    return max(1, n)
+    return 1 if spec.scenario in ("sweep", "capacity") else n
 
 
 def split(total: int, n: int) -> list[int]:
@@ -133,16 +122,10 @@ class Init:
 
 
 @dataclass
-class Phase:
-    jobs: list[Job]
-    bound_s: float  # longest the phase may legitimately take
-
-
-@dataclass
 class Plan:
     """The whole sharded run, computed before any worker starts."""
 
-    phases: list[Phase]
+    phases: list[tuple[list[Job], float]]  # each phase's jobs and the longest it may take
     pools: list[int]
     load: dict[str, float]
     open_loop: bool
@@ -168,13 +151,13 @@ def _closed_jobs(spec: ScenarioSpec, n: int, users: int, items: list[Any], *, fi
     return jobs
 
 
-def _closed_bound(spec: ScenarioSpec, users: int, count: Optional[int]) -> float:
+def _bound(spec: ScenarioSpec, users: int, count: Optional[int]) -> float:
     """Generous worst case of a closed-loop phase: requests time out, users' shares differ 2x."""
-    per_user = 2 * math.ceil(count / users) if count is not None else None
-    warm = spec.warmup_s + spec.timeout_s * math.ceil(spec.warmup_requests / users)
-    by_time = warm + spec.duration_s + spec.timeout_s if spec.duration_s is not None else math.inf
-    by_count = spec.timeout_s * per_user if per_user is not None else math.inf
-    return min(by_time, by_count if spec.warmup_s == 0 else by_count + warm)
+    by_count = spec.warmup_s + spec.timeout_s * 2 * math.ceil(count / users) if count else math.inf
+    if spec.duration_s is None:
+        return by_count
+    warm = spec.timeout_s * 2 * math.ceil(spec.warmup_requests / users)
+    return min(by_count, spec.warmup_s + warm + spec.duration_s + spec.timeout_s)
 
 
 def plan_run(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: Optional[int]) -> Plan:
@@ -195,7 +178,7 @@ def plan_run(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: Opt
         # with a ceiling, requests queue for slots: each slot may serve its share back to back
         queued = 2 * math.ceil(len(sched) / cap) if cap else 1
         bound = (float(sched.offsets[-1]) if len(sched) else 0.0) + spec.timeout_s * queued
-        return Plan([Phase(jobs, bound)], pools, load, True, 1.0 / spec.rate, len(sched), False)
+        return Plan([(jobs, bound)], pools, load, True, 1.0 / spec.rate, len(sched), False)
     nw, nr = spec.warmup_requests, spec.requests
     if scen == "concurrency":
         assert cap is not None
@@ -203,27 +186,23 @@ def plan_run(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: Opt
         total = nw + nr if known and nr is not None else 0
         items = _Supply(spec, total or INITIAL_SUPPLY, tokenizer, dataset, salt).items
         jobs = _closed_jobs(spec, n, cap, items, first=0, count=None, batch=False, warmup=None)
-        phase = Phase(jobs, _closed_bound(spec, cap, total or None))
-        return Plan([phase], split(cap, n), {"concurrency": float(cap)}, False, None, total, not known)
+        bound = _bound(spec, cap, nw + nr if nr is not None else None)
+        return Plan([(jobs, bound)], split(cap, n), {"concurrency": float(cap)}, False, None, total, not known)
     if spec.warmup_s > 0:
         raise ValueError("offline sends everything at t0: use warmup_requests=, not warmup_s=")
     if nr is None and not cap:
         raise ValueError("offline with only duration_s= needs a concurrency= ceiling (or requests=)")
     total = nw + (nr or 0)
     items = _Supply(spec, total or INITIAL_SUPPLY, tokenizer, dataset, salt).items
-    phases, pools = [], [1] * n
-    if nw:
-        users = min(cap or nw, nw)
-        jobs = _closed_jobs(spec, n, users, items, first=0, count=nw, batch=True, warmup=True)
-        phases.append(Phase(jobs, spec.timeout_s * 2 * math.ceil(nw / users)))
+    phases: list[tuple[list[Job], float]] = []
+    pools = [1] * n
+    for first, count, users in ((0, nw, min(cap or nw, nw)), (nw, nr, cap or nr or 1)):
+        if first == 0 and not nw:
+            continue  # no warm-up batch
+        warm = first == 0
+        jobs = _closed_jobs(spec, n, users, items, first=first, count=count, batch=True, warmup=warm)
+        phases.append((jobs, _bound(spec, users, count)))
         pools = [max(p, u) for p, u in zip(pools, split(users, n))]
-    users = cap or nr or 1
-    jobs = _closed_jobs(spec, n, users, items, first=nw, count=nr, batch=True, warmup=False)
-    bound = spec.timeout_s * 2 * math.ceil(nr / users) if nr is not None else math.inf
-    if spec.duration_s is not None:
-        bound = min(bound, spec.duration_s + spec.timeout_s)
-    phases.append(Phase(jobs, bound))
-    pools = [max(p, u) for p, u in zip(pools, split(users, n))]
     load = {"requests": float(nr or 0), **({"max_concurrency": float(cap)} if cap else {})}
     return Plan(phases, pools, load, False, None, total if nr is not None else 0, nr is None)
 
@@ -248,19 +227,13 @@ class _Worker:
         self.stats = WorkerStats()
 
     def describe(self, what: str, killed: bool) -> str:
-        state = "still running, killed" if killed else f"exit code {self.proc.returncode}"
+        code = self.proc.returncode
+        state = "still running, killed" if killed else f"exit code {code}" + (
+            f" ({signal.Signals(-code).name})" if code is not None and code < 0 else "")
         self.err.seek(0)
         tail = self.err.read().decode("utf-8", "replace")[-STDERR_TAIL:].strip()
         return (f"load generator worker {self.k + 1} of {self.n} (pid {self.proc.pid}) {what}; {state}"
                 + (f"; stderr tail:\n{tail}" if tail else "; no stderr output"))
-
-    def close(self) -> None:
-        for conn in (self.tx, self.rx):
-            conn.close()
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.err.close()
 
 
 class _Pool:
@@ -269,11 +242,13 @@ class _Pool:
     def __init__(self) -> None:
         self.workers: list[_Worker] = []
 
-    def start(self, n: int) -> None:
-        for k in range(n):
-            self.workers.append(_Worker(k, n))
-
-    def fail(self, w: _Worker, what: str) -> NoReturn:
+    def fail(self, w: _Worker, what: str, grace_s: float = 0.0) -> NoReturn:
+        """Kill every worker and raise for ``w`` (given ``grace_s`` to exit by itself first)."""
+        if grace_s:
+            try:
+                w.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
         alive = w.proc.poll() is None
         for other in self.workers:
             if other.proc.poll() is None:
@@ -285,9 +260,8 @@ class _Pool:
         try:
             w.tx.send(msg)
         except (BrokenPipeError, ConnectionError):
-            w.proc.wait(timeout=5)
-            self.fail(w, "exited before finishing")
-        except (TypeError, AttributeError, ValueError) as exc:  # pickling
+            self.fail(w, "exited before finishing", grace_s=2.0)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
             self.fail(w, f"could not be sent its work ({exc}); a tokenizer must be picklable for workers > 1")
 
     def collect(self, tag: str, timeout_s: float, watch: bool = False,
@@ -304,11 +278,10 @@ class _Pool:
                 try:
                     msg = rx.recv()  # type: ignore[union-attr]
                 except (EOFError, OSError):
-                    w.proc.wait(timeout=5)
-                    self.fail(w, "exited before finishing")
+                    self.fail(w, "exited before finishing", grace_s=2.0)
                 w.seen = time.perf_counter()
                 if msg[0] == "error":
-                    self.fail(w, f"failed:\n{msg[1]}")
+                    self.fail(w, f"failed:\n{msg[1].rstrip()}\n", grace_s=2.0)
                 elif msg[0] == "tick":
                     w.done = msg[1]
                     if on_tick is not None:
@@ -336,8 +309,11 @@ class _Pool:
             try:
                 w.proc.wait(timeout=max(0.1, deadline - time.perf_counter()))
             except subprocess.TimeoutExpired:
-                pass
-            w.close()
+                w.proc.kill()
+                w.proc.wait()
+            w.tx.close()
+            w.rx.close()
+            w.err.close()
 
 
 def run_sharded(
@@ -356,7 +332,8 @@ def run_sharded(
     exchanges: list[RawExchange] = []
     base = 0
     try:
-        pool.start(n)
+        for k in range(n):
+            pool.workers.append(_Worker(k, n))
         for w, size in zip(pool.workers, plan.pools):
             extra = (tokenizer, dataset) if plan.extendable else (None, None)
             pool.send(w, ("init", Init(spec, base_url, model, api_key_env, max(1, size), salt, *extra)))
@@ -366,15 +343,15 @@ def run_sharded(
             if progress is not None:
                 progress(base + sum(w.done for w in pool.workers), plan.total)
 
-        for phase in plan.phases:
-            for w, job in zip(pool.workers, phase.jobs):
+        for jobs, bound_s in plan.phases:
+            for w, job in zip(pool.workers, jobs):
                 w.done = 0
                 pool.send(w, ("job", job))
             pool.collect("armed", START_TIMEOUT_S)
             t0 = time.perf_counter() + GO_DELAY_S
             for w in pool.workers:
                 pool.send(w, ("go", t0))
-            done = pool.collect("done", GO_DELAY_S + phase.bound_s + MARGIN_S, watch=True, on_tick=tick)
+            done = pool.collect("done", GO_DELAY_S + bound_s + MARGIN_S, watch=True, on_tick=tick)
             for w in pool.workers:
                 out, stats = done[w.k]
                 exchanges += out
@@ -462,8 +439,8 @@ def main() -> int:
         try:
             tx.send(("error", traceback.format_exc()[-STDERR_TAIL:]))
         except OSError:
-            pass
-        raise
+            traceback.print_exc()
+        return 1
     return 0
 
 

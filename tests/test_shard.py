@@ -47,20 +47,20 @@ def test_split_and_owned_indices():
 def test_open_loop_plan_is_dealt_round_robin_with_one_clock():
     spec = ScenarioSpec(scenario="server", rate=50, requests=20, warmup_requests=3, concurrency=5)
     plan = plan_run(spec, 2, None, None, 7)
-    a, b = (phase_job.plans for phase_job in plan.phases[0].jobs)
+    a, b = (phase_job.plans for phase_job in plan.phases[0][0])
     assert [p.index for p in a] == list(range(0, 23, 2)) and [p.index for p in b] == list(range(1, 23, 2))
     offsets = open_loop_schedule(spec).offsets
     assert [p.scheduled_at for p in a + b] == [offsets[p.index] for p in a + b]  # offsets; t0 added at go
     assert [p.warmup for p in a[:3]] == [True, True, False] and b[0].warmup and not b[2].warmup
-    assert [j.ceiling for j in plan.phases[0].jobs] == [3, 2] and plan.pools == [3, 2]
+    assert [j.ceiling for j in plan.phases[0][0]] == [3, 2] and plan.pools == [3, 2]
     assert plan.total == 23 and plan.load == {"rate": 50.0, "max_concurrency": 5.0}
-    assert plan.mean_gap_s == pytest.approx(0.02) and plan.phases[0].jobs[0].mean_gap_s == pytest.approx(0.04)
+    assert plan.mean_gap_s == pytest.approx(0.02) and plan.phases[0][0][0].mean_gap_s == pytest.approx(0.04)
 
 
 def test_closed_loop_budget_follows_users():
     spec = ScenarioSpec(scenario="concurrency", concurrency=3, requests=10, warmup_requests=2)
     plan = plan_run(spec, 2, None, None, 7)
-    j0, j1 = plan.phases[0].jobs
+    j0, j1 = plan.phases[0][0]
     assert (j0.users, j0.offset, j1.users, j1.offset) == (2, 0, 1, 2)
     # indices 2..11 measured; worker 0 owns i % 3 in {0, 1}: 3,4,6,7,9,10 -> 6 (+ 2, 5, 8, 11 for worker 1)
     assert (j0.budget, j1.budget) == (6, 4)
@@ -71,9 +71,9 @@ def test_closed_loop_budget_follows_users():
 def test_offline_phases():
     spec = ScenarioSpec(scenario="offline", requests=6, warmup_requests=3)
     plan = plan_run(spec, 2, None, None, 7)
-    warm, measured = plan.phases
-    assert [(j.users, j.warmup, j.count) for j in warm.jobs] == [(2, True, 3), (1, True, 3)]
-    assert [(j.users, j.first, j.budget) for j in measured.jobs] == [(3, 3, 3), (3, 3, 3)]
+    (warm, _), (measured, _) = plan.phases
+    assert [(j.users, j.warmup, j.count) for j in warm] == [(2, True, 3), (1, True, 3)]
+    assert [(j.users, j.first, j.budget) for j in measured] == [(3, 3, 3), (3, 3, 3)]
     assert plan.pools == [3, 3]
 
 
@@ -133,7 +133,9 @@ def test_two_workers_measure_what_one_does(sim_url, spec):
 
 def test_closed_loop_never_exceeds_total_concurrency(sim_url):
     spec = ScenarioSpec(scenario="concurrency", concurrency=5, requests=60, isl=8, osl=8, workers=2)
-    r = run_scenario(spec, sim_url, "sim")
+    calls = []
+    r = run_scenario(spec, sim_url, "sim", progress=lambda d, t: calls.append((d, t)))
+    assert calls[-1] == (60, 60) and all(t == 60 for _, t in calls)
     events = sorted([(x.sent_at, 1) for x in r.requests] + [(x.end_at, -1) for x in r.requests],
                     key=lambda e: (e[0], e[1]))  # an end before a send at the same instant
     depth = peak = 0
@@ -203,5 +205,17 @@ def test_a_hung_worker_is_killed_and_named(sim_url, monkeypatch):
     _signal_a_worker_later(signal.SIGSTOP)
     with pytest.raises(ShardError, match=r"worker 2 of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
         run_scenario(spec, sim_url, "sim")
+    time.sleep(0.2)
+    assert _shard_children() == []
+
+
+def test_an_unpicklable_tokenizer_is_a_clear_error(sim_url):
+    class Words:  # a local class: cannot be pickled to a worker
+        def encode(self, text, add_special_tokens=False):
+            return text.split()
+
+    spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=1, isl=8, osl=4, workers=2)
+    with pytest.raises(ShardError, match="worker 1 of 2 .* could not be sent its work .*picklable"):
+        run_scenario(spec, sim_url, "sim", tokenizer=Words())
     time.sleep(0.2)
     assert _shard_children() == []
