@@ -357,7 +357,8 @@ def run_scenario(
     ``WorkloadError`` for an unusable dataset and ``ValueError`` for a spec this load
     generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
     a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
-    hit the prefix cache its previous run filled.
+    hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
+    worker processes (``shard.py``; ``ShardError`` when one crashes or hangs).
     """
     from . import client as client_mod
     from .metrics import summarize

@@ -128,7 +128,7 @@ def test_two_workers_measure_what_one_does(sim_url, spec):
     # timing within plausible noise of a shared machine, not exact
     t1 = _median(x.ttft_ms for x in one.requests if not x.warmup)
     t2 = _median(x.ttft_ms for x in two.requests if not x.warmup)
-    assert 0.33 < t2 / t1 < 3.0, (t1, t2)
+    assert t2 < 3 * t1 + 20 and t1 < 3 * t2 + 20, (t1, t2)  # ms; the simulator's is ~8 ms
 
 
 def test_closed_loop_never_exceeds_total_concurrency(sim_url):
