@@ -40,24 +40,13 @@ def tokens_interval(
     gpus: int = 1,
 ) -> Optional[tuple[float, float]]:
     """:func:`throughput_interval` from per-request output tokens (0 for failures) and a window."""
-    import numpy as np  # lazy: keeps importing this module cheap
+    from .stats import bootstrap_interval
 
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    arr = np.asarray(tokens, dtype=np.float64)
-    if arr.size == 0 or not window_s > 0:
+    if not window_s > 0 or len(tokens) == 0:
         return None
-    rng = np.random.default_rng(seed)
-    n = arr.size
-    totals = np.empty(resamples, dtype=np.float64)
-    chunk = max(1, 2_000_000 // n)  # bound memory at ~16 MB of indices
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        totals[start:stop] = arr[idx].sum(axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(totals, [alpha, 1.0 - alpha])
-    return float(lo) / window_s / gpus, float(hi) / window_s / gpus
+    lo, hi = bootstrap_interval(tokens, lambda a: a.sum(axis=-1), confidence=confidence,
+                                n_resamples=resamples, seed=seed)
+    return lo / window_s / gpus, hi / window_s / gpus
 
 
 def run_to_run_half_width(h_within: Optional[float], run_cv: float, z: float = 2.0) -> float:
