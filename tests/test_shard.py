@@ -172,7 +172,7 @@ def _shard_children():
     return sorted(out)
 
 
-def _signal_a_worker_later(sig, delay_s=1.5):
+def _signal_a_worker_later(sig, delay_s=3.0):
     def go():
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -192,7 +192,7 @@ def test_a_killed_worker_is_a_clear_error(sim_url):
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
     _signal_a_worker_later(signal.SIGKILL)
     t = time.perf_counter()
-    with pytest.raises(ShardError, match=r"worker 2 of 2 \(pid \d+\) exited before finishing; exit code -9"):
+    with pytest.raises(ShardError, match=r"worker [12] of 2 \(pid \d+\) exited before finishing; exit code -9"):
         run_scenario(spec, sim_url, "sim")
     assert time.perf_counter() - t < 15
     time.sleep(0.2)
@@ -203,7 +203,7 @@ def test_a_hung_worker_is_killed_and_named(sim_url, monkeypatch):
     monkeypatch.setattr(shard, "SILENCE_S", 2.0)
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
     _signal_a_worker_later(signal.SIGSTOP)
-    with pytest.raises(ShardError, match=r"worker 2 of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
+    with pytest.raises(ShardError, match=r"worker [12] of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
         run_scenario(spec, sim_url, "sim")
     time.sleep(0.2)
     assert _shard_children() == []
