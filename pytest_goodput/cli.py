@@ -37,6 +37,8 @@ _SPEC_FLAGS = (
     ("--sweep", str, "comma-separated concurrencies (or rates with --sweep-over rate)"),
     ("--sweep-over", str, "concurrency | rate"),
     ("--attainment", float, "target fraction of good requests"),
+    ("--workers", int, "client processes the load is sharded over"),
+    ("--repeats", int, "run the scenario this many times"),
 )
 
 
@@ -158,5 +160,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (CLIError, SpecError, ValueError, ConnectionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # an engine that would not start, a crashed client worker
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     parser.error(f"unknown command {ns.command!r}")
     return 2

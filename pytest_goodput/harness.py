@@ -36,6 +36,9 @@ class GoodputHarness:
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
         args = {**self._marker_args, **overrides}
+        workers = self._session.settings.workers
+        if workers is not None and "workers" not in args:  # marker > command line
+            args["workers"] = workers
         spec = build_spec(args, where=self._nodeid)
         return spec.scaled(self._session.settings.scale)
 

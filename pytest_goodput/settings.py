@@ -69,6 +69,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("scale", "multiply request counts and durations (e.g. 0.25 for a smoke run)", "float"),
     Option("hardware", "hardware label; baselines from other hardware are incomparable"),
     Option("history", "baseline runs kept per test for run-to-run noise (default 5)", "int"),
+    Option("workers", "client processes each run's load is sharded over (default 1)", "int"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -96,6 +97,7 @@ class Settings(BaseModel):
     scale: float = Field(1.0, gt=0)
     hardware: Optional[str] = None
     history: int = Field(5, ge=1, le=50)
+    workers: Optional[int] = Field(None, ge=1, le=64)
     sources: dict[str, str] = Field(default_factory=dict)
 
 

@@ -179,3 +179,12 @@ def test_export_schemas(tmp_path):
     outcome_schema = json.loads(paths[1].read_text())
     assert outcome_schema["title"] == "TestOutcome"
     assert "comparisons" in outcome_schema["properties"]
+
+
+def test_committed_schemas_are_current(tmp_path):
+    """docs/schema/ must match the models: regenerate with report.export_schemas('docs/schema')."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs" / "schema"
+    for p in export_schemas(tmp_path):
+        assert (docs / p.name).read_text() == p.read_text(), f"docs/schema/{p.name} is stale"
