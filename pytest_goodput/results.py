@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from .spec import ScenarioSpec
 
@@ -157,6 +157,11 @@ class Samples(_Model):
     e2e_ms: list[Optional[float]]
     output_tokens: list[int]
     prompt_tokens: list[Optional[int]]
+
+    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms")
+    def _round_ms(self, values: list[Optional[float]]) -> list[Optional[float]]:
+        """Keep baselines reviewable: 0.1 µs resolution is far below any clock's noise."""
+        return [None if v is None else round(v, 4) for v in values]
 
     @classmethod
     def from_records(cls, records: list[RequestRecord], window_s: float) -> "Samples":
