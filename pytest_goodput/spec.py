@@ -24,6 +24,29 @@ WorkloadKind = Literal["synthetic", "jsonl", "sharegpt"]
 PERCENTILE_SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 _PCT_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d+(?:\.\d+)?)_ms$")
 
+#: Metrics a test can gate on (``gate=``) and tolerate (``tolerances=``): paths into a result
+#: that the verdict engine can recompute from per-request samples.
+_GATEABLE_RE = re.compile(
+    r"^(goodput\.(requests_per_s|tokens_per_s|attainment)"
+    r"|throughput\.(requests_per_s|output_tokens_per_s|total_tokens_per_s)"
+    r"|metrics\.(ttft_ms|tpot_ms|e2e_ms)\.(mean|max|p\d{1,3}))$"
+)
+#: Whole-measurement metrics of sweeps and capacity searches (tolerances only).
+SHAPE_METRICS = ("frontier_throughput", "capacity.requests_per_s")
+GATEABLE_HELP = (
+    "goodput.requests_per_s|tokens_per_s|attainment, "
+    "throughput.requests_per_s|output_tokens_per_s|total_tokens_per_s, "
+    "metrics.<ttft_ms|tpot_ms|e2e_ms>.<mean|max|pNN>"
+)
+
+
+def is_gateable(path: str) -> bool:
+    return bool(_GATEABLE_RE.match(path)) and not (
+        path.startswith("metrics.") and path.split(".")[2].startswith("p")
+        and not 0 < float(path.split(".")[2][1:]) <= 100
+    )
+
+
 #: MLPerf Inference SLO presets (P99 TTFT ms, P99 TPOT ms).
 SLO_PRESETS: dict[str, tuple[float, float]] = {
     "mlperf/llama2-70b/server": (2000.0, 200.0),
@@ -175,10 +198,44 @@ class ScenarioSpec(BaseModel):
             raise ValueError(f"workload {self.workload!r} needs dataset= (a file path)")
         if self.max_len is not None and self.max_len < self.min_len:
             raise ValueError("max_len must be >= min_len")
-        for name in self.tolerances.values():
-            if not 0 <= name < 1:
+        for value in self.tolerances.values():
+            if not 0 <= value < 1:
                 raise ValueError("tolerances values must be fractions in [0, 1)")
+        for key in list(self.gate or ()) + list(self.tolerances):
+            if not is_gateable(key) and not (key in SHAPE_METRICS and key not in (self.gate or ())):
+                raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
+                                 f" (and, in tolerances, {', '.join(SHAPE_METRICS)})")
+        self._check_arguments_apply()
         return self
+
+    def _check_arguments_apply(self) -> None:
+        """Refuse arguments the scenario would silently ignore: they would only change the hash.
+
+        Judged on values, not on which keywords were given: a spec read back from JSON has
+        every field set.
+        """
+        s = self.scenario
+        if self.rate is not None and s in ("offline", "concurrency"):
+            raise ValueError(f"rate= does not apply to scenario {s!r} (it sends without a schedule)")
+        if s == "sweep" and self.rate is not None and self.sweep_over == "concurrency":
+            raise ValueError("rate= does not apply to a concurrency sweep; use sweep_over='rate'")
+        if self.sweep is not None and s != "sweep":
+            raise ValueError(f"sweep= applies only to scenario 'sweep', not {s!r}")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError(f"burstiness= applies only to arrival='gamma', not {self.arrival!r}")
+        if s == "offline" and self.warmup_s > 0:
+            raise ValueError("offline sends everything at once: use warmup_requests=, not warmup_s=")
+        if s == "offline" and self.requests is None and self.concurrency is None:
+            raise ValueError("offline bounded by duration_s= alone needs a concurrency= ceiling")
+        if not self.stream:
+            timed = [k for k in self.percentile_slos if k.startswith(("tpot", "itl"))]
+            if self.tpot_ms is not None:
+                timed.insert(0, "tpot_ms")
+            if timed:
+                raise ValueError(
+                    f"{', '.join(timed)} need streamed responses (stream=True): a non-streamed "
+                    "response has no per-token timing"
+                )
 
     @property
     def has_request_slos(self) -> bool:

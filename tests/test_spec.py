@@ -65,3 +65,50 @@ def test_scaled():
     s = build_spec({"rate": 5, "requests": 100, "warmup_requests": 10}).scaled(0.25)
     assert (s.requests, s.warmup_requests) == (25, 2)
     assert build_spec({"rate": 5, "requests": 2}).scaled(0.1).requests == 1
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({"rate": 1, "gate": ["metrics.itl_ms.p99"]}, "unknown metric 'metrics.itl_ms.p99'"),
+        ({"rate": 1, "gate": ["throughput.tokens_per_s"]}, "unknown metric 'throughput.tokens_per_s'"),
+        ({"rate": 1, "tolerances": {"metric.ttft_ms.p99": 0.1}}, "unknown metric 'metric.ttft_ms.p99'"),
+        ({"rate": 1, "gate": ["frontier_throughput"]}, "unknown metric 'frontier_throughput'"),
+        ({"scenario": "offline", "rate": 3}, "rate= does not apply to scenario 'offline'"),
+        ({"scenario": "concurrency", "concurrency": 2, "rate": 3}, "rate= does not apply"),
+        ({"rate": 1, "sweep": [1, 2]}, "sweep= applies only to scenario 'sweep'"),
+        ({"rate": 1, "burstiness": 0.5}, "burstiness= applies only to arrival='gamma'"),
+        ({"scenario": "offline", "warmup_s": 2}, "use warmup_requests=, not warmup_s="),
+        ({"scenario": "offline", "duration_s": 5}, "needs a concurrency= ceiling"),
+        ({"rate": 1, "stream": False, "slo": "mlperf/llama2-70b/server"}, "need streamed responses"),
+        ({"rate": 1, "stream": False, "itl_p99_ms": 5}, "itl_p99_ms need streamed responses"),
+    ],
+)
+def test_arguments_that_would_be_ignored_or_unmeasurable_are_refused(args, needle):
+    with pytest.raises(SpecError) as ei:
+        build_spec(args)
+    assert needle in str(ei.value)
+
+
+def test_gateable_paths_are_what_the_verdict_engine_computes():
+    from pytest_goodput.verdicts import DEFAULT_METRICS, _kind
+
+    ok = ["goodput.attainment", "throughput.total_tokens_per_s", "metrics.e2e_ms.mean",
+          "metrics.ttft_ms.max", "metrics.tpot_ms.p95", *DEFAULT_METRICS]
+    for path in ok:
+        build_spec({"rate": 1, "gate": [path]})
+        _kind(path)  # raises if the verdict engine could not compute it
+    build_spec({"rate": 1, "tolerances": {"frontier_throughput": 0.1, "capacity.requests_per_s": 0.2}})
+
+
+def test_specs_round_trip_through_json():
+    s = build_spec({"scenario": "server", "rate": 4, "arrival": "gamma", "burstiness": 0.5,
+                    "slo": "mlperf/llama3.1-8b/server", "gate": ["goodput.requests_per_s"]})
+    again = type(s).model_validate_json(s.model_dump_json())
+    assert again == s and again.identity_hash() == s.identity_hash()
+
+
+def test_fractional_and_out_of_range_percentile_paths_are_refused():
+    for path in ("metrics.tpot_ms.p99.9", "metrics.tpot_ms.p0", "metrics.tpot_ms.p101"):
+        with pytest.raises(SpecError, match="unknown metric"):
+            build_spec({"rate": 1, "gate": [path]})
