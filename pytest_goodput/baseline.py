@@ -6,6 +6,7 @@ new run against the run-to-run spread, not only against one lucky or unlucky sam
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -66,12 +67,20 @@ def path_for(directory: Path, nodeid: str) -> Path:
     module, _, rest = nodeid.partition("::")
     module = module[:-3] if module.endswith(".py") else module
     parts = [_UNSAFE.sub("_", p) for p in module.split("/") if p not in ("", ".", "..")]
-    name = _UNSAFE.sub("_", rest.replace("::", ".")) or "module"
-    return directory.joinpath(*parts, f"{name[:180]}.json")
+    raw = rest.replace("::", ".")
+    name = _UNSAFE.sub("_", raw) or "module"
+    if name != raw or len(name) > 180:
+        # Sanitising can map two ids to one name: a short hash keeps them apart.
+        digest = hashlib.sha256(nodeid.encode()).hexdigest()[:8]
+        name = f"{name[:180]}-{digest}"
+    return directory.joinpath(*parts, f"{name}.json")
 
 
-def load(path: Path) -> Optional[BaselineFile]:
-    """The baseline at ``path``, ``None`` if there is none; :class:`BaselineError` if unusable."""
+def load(path: Path, nodeid: Optional[str] = None) -> Optional[BaselineFile]:
+    """The baseline at ``path``, ``None`` if there is none; :class:`BaselineError` if unusable.
+
+    With ``nodeid``, a file recorded for another test is an error, never compared.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -98,11 +107,16 @@ def load(path: Path) -> Optional[BaselineFile]:
             "after deleting it"
         )
     try:
-        return BaselineFile.model_validate(data)
+        doc = BaselineFile.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise BaselineError(f"baseline {path} is invalid at {loc}: {first['msg']}") from None
+    if nodeid is not None and doc.nodeid != nodeid:
+        raise BaselineError(
+            f"baseline {path} belongs to {doc.nodeid!r}, not {nodeid!r}; it was left untouched"
+        )
+    return doc
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -7,6 +7,7 @@ referred to by the name of their environment variable and never copied anywhere.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -17,6 +18,25 @@ EngineKind = Literal["attach", "launch", "simulator"]
 #: Seconds to wait for a launched engine to answer its health probe.
 DEFAULT_READY_TIMEOUT_S = 300.0
 SIM_READY_TIMEOUT_S = 60.0
+
+
+_SECRET_FLAG = re.compile(r"(--?[\w-]*(?:key|token|secret|password)[\w-]*)(=|\s+)(\S+)", re.I)
+_SECRET_ENV = re.compile(r"\b(\w*(?:KEY|TOKEN|SECRET|PASSWORD)\w*)=(\S+)", re.I)
+_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+
+
+def redact(text: str, api_key_env: Optional[str] = None) -> str:
+    """Remove secrets from text that goes into baselines and reports.
+
+    The API key's value wherever it appears, values of ``--api-key``-like flags and of
+    ``*_KEY=``/``*_TOKEN=`` assignments, and the user-info part of URLs.
+    """
+    secret = os.environ.get(api_key_env) if api_key_env else None
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    text = _SECRET_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    text = _SECRET_ENV.sub(lambda m: f"{m.group(1)}=***", text)
+    return _URL_USERINFO.sub(r"\1***@", text)
 
 
 @dataclass
@@ -47,11 +67,12 @@ class Engine:
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             raise ConnectionError(
                 f"cannot list models at {self.base_url}/models ({type(exc).__name__}); "
-                "name the model with --goodput-model"
+                "name the model with --goodput-model (--model on the command line)"
             ) from None
         if not data or not isinstance(data[0], dict) or not data[0].get("id"):
             raise ConnectionError(
-                f"{self.base_url}/models lists no model; name one with --goodput-model"
+                f"{self.base_url}/models lists no model; name one with --goodput-model "
+                "(--model on the command line)"
             )
         self.model = str(data[0]["id"])
         return self.model
@@ -77,7 +98,7 @@ def attach(url: str, model: Optional[str] = None, api_key_env: Optional[str] = N
         base_url=base,
         model=model,
         api_key_env=api_key_env,
-        provenance={"engine": "attached", "engine_url": base},
+        provenance={"engine": "attached", "engine_url": redact(base, api_key_env)},
     )
 
 
@@ -98,7 +119,10 @@ def launch(
         base_url=handle.base_url,
         model=model,
         api_key_env=api_key_env,
-        provenance={"engine": os.path.basename(argv[0]) if argv else "?", "engine_cmd": shlex.join(argv)},
+        provenance={
+            "engine": os.path.basename(argv[0]) if argv else "?",
+            "engine_cmd": redact(shlex.join(argv), api_key_env),
+        },
         log_path=str(handle.log_path),
         _handle=handle,
     )
@@ -124,7 +148,7 @@ def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
 
     prov = {"engine": "pytest-goodput-sim", "engine_version": __version__}
     if sim_env:
-        prov["engine_flags"] = " ".join(f"{k}={v}" for k, v in sorted(sim_env.items()))
+        prov["engine_flags"] = redact(" ".join(f"{k}={v}" for k, v in sorted(sim_env.items())))
     return Engine(
         kind="simulator",
         base_url=handle.base_url,

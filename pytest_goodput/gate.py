@@ -80,12 +80,25 @@ def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -
 
 
 def slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
-    """Attainment against its target, and each percentile SLO with its proof status.
+    """Error rate, attainment against its target, and each percentile SLO with its proof.
 
-    An unproven percentile SLO (too few requests for 99 % confidence) passes with a note,
+    The error rate always applies (default limit 0: a failed request fails the test). An unproven percentile SLO (too few requests for 99 % confidence) passes with a note,
     and fails only in strict mode.
     """
-    out: list[SLOOutcome] = []
+    failed = sum(result.failures.values())
+    rate = failed / result.issued if result.issued else 1.0
+    limit = result.spec.max_error_rate
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items()))
+    out: list[SLOOutcome] = [
+        SLOOutcome(
+            name="error_rate",
+            limit=limit,
+            value=rate,
+            ok=result.issued > 0 and rate <= limit,
+            note=(f"{failed} of {result.issued} requests failed ({kinds})" if failed
+                  else "no request failed") if result.issued else "no request was issued",
+        )
+    ]
     g = result.goodput
     if g is not None:
         out.append(
@@ -176,7 +189,11 @@ def build_outcome(
 
 
 def fails(outcome: TestOutcome, strict: bool) -> bool:
-    """Whether the test fails: errors, invalid runs, broken SLOs, regressions (strict: more)."""
+    """Whether the test fails: errors, invalid runs, broken SLOs, regressions.
+
+    Strict mode also fails inconclusive verdicts and baselines that cannot be compared
+    (other hardware, model or spec): a comparison must not vanish silently.
+    """
     if outcome.error or not outcome.client_valid or outcome.slo_failed or outcome.regressed:
         return True
-    return strict and bool(outcome.inconclusive)
+    return strict and (bool(outcome.inconclusive) or outcome.baseline_status == "incomparable")

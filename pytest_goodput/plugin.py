@@ -55,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: {MARKER_HELP}")
+    args = list(config.invocation_params.args)
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--goodput-baseline" and not args[i + 1].startswith("-"):
+            raise pytest.UsageError(
+                f"pytest-goodput: write the directory as --goodput-baseline={args[i + 1]} "
+                f"(with '='): after a space, {args[i + 1]!r} could be a test path"
+            )
     cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
     cli["baseline"] = config.getoption("goodput_baseline")
     cli["update"] = config.getoption("goodput_update")
@@ -91,9 +98,14 @@ def _marker_args(item: pytest.Item) -> Optional[dict[str, Any]]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     session = _session(config)
     problems = []
+    # A module named with ::node ids on the command line was not collected whole: its other
+    # tests' baselines are not "unused".
+    invocation = config.invocation_params.dir
+    partial = {(invocation / a.split("::")[0]).resolve() for a in config.args if "::" in a}
     for item in items:
         session.collected_nodeids.add(item.nodeid)
-        session.collected_modules.add(item.nodeid.partition("::")[0])
+        if item.path.resolve() not in partial:
+            session.collected_modules.add(item.nodeid.partition("::")[0])
         try:
             args = _marker_args(item)
             if args is not None:
@@ -135,6 +147,12 @@ def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
     """Run this test's goodput scenario: ``goodput.run(**overrides)`` returns the result."""
     from .harness import GoodputHarness
 
+    if _xdist_worker(request.config):
+        pytest.fail(
+            "goodput tests measure a shared engine and refuse to run under pytest-xdist; "
+            "run them in their own invocation without -n (e.g. pytest -p no:xdist -m goodput)",
+            pytrace=False,
+        )
     item = request.node
     harness = GoodputHarness(
         _session(request.config),
@@ -186,12 +204,6 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     harness = item.stash.get(_harness_key, None)
     if harness is None:
         return result
-    if _xdist_worker(item.config):
-        pytest.fail(
-            "goodput tests measure a shared engine and refuse to run under pytest-xdist; "
-            "run them in their own invocation without -n (e.g. pytest -p no:xdist -m goodput)",
-            pytrace=False,
-        )
     from .spec import SpecError as _SpecError
 
     try:
@@ -231,6 +243,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         # A terminal gets a table that fits; a CI log keeps every column.
         width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
         tr.write_line(render_summary(session.outcomes, width=width, ascii=ascii_only))
+    s = session.settings
+    if s.compare and not s.update and session.outcomes and all(
+        o.baseline_status == "new" for o in session.outcomes
+    ):
+        tr.write_line(f"no baseline found under {session.baseline_dir}: nothing was compared "
+                      "(record them with --goodput-update-baseline)", yellow=True)
     for path in session.written:
         tr.write_line(f"baseline written: {path}")
     for note in session.skipped_writes:

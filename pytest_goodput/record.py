@@ -210,7 +210,9 @@ def _count_tokens(
     if tokenizer is not None:
         return tokenizer("".join(parsed.texts)), "tokenizer", True
     if stream:
-        return len(parsed.times), "chunks", True
+        # A chunk may carry several tokens (stream intervals, speculative decoding): the
+        # count is a lower bound, so it cannot prove an output was short.
+        return len(parsed.times), "chunks", False
     # one JSON body without usage: ~4 characters per token, too rough to fail a request on
     return max(1, round(len("".join(parsed.texts)) / 4)), "chunks", False
 

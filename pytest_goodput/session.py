@@ -99,7 +99,7 @@ class GoodputSession:
         base = None
         if use_store:
             try:
-                base = store.load(path)
+                base = store.load(path, nodeid)
             except store.BaselineError as exc:
                 outcome = TestOutcome(
                     nodeid=nodeid, location=location, scenario=spec.scenario, error=str(exc)
@@ -131,7 +131,9 @@ class GoodputSession:
 
     def _tolerance(self, spec: ScenarioSpec, metric: str) -> float:
         t = spec.tolerances.get(metric, spec.tolerance)
-        return t if t is not None else (self.settings.tolerance or 0.05)
+        if t is None:
+            t = self.settings.tolerance
+        return t if t is not None else 0.05
 
     def _shape_comparisons(
         self, spec: ScenarioSpec, m: Measurement, base: Optional[store.BaselineFile]
@@ -162,6 +164,10 @@ class GoodputSession:
                 base: Optional[store.BaselineFile], outcome: TestOutcome) -> TestOutcome:
         if not outcome.client_valid:
             self.skipped_writes.append(f"{nodeid}: client set the pace, baseline not recorded")
+            return outcome
+        if outcome.slo_failed:
+            broken = ", ".join(o.name for o in outcome.slo_failed)
+            self.skipped_writes.append(f"{nodeid}: SLO failed ({broken}), baseline not recorded")
             return outcome
         run = store.BaselineRun(
             recorded_at=store.now_iso(),

@@ -119,7 +119,8 @@ def resolve(
             (f"ini {opt.ini}", ini.get(opt.name)),
             (f"environment {opt.env_var}", env.get(opt.env_var)),
         ):
-            if raw is None or raw == "" or (raw is False and opt.kind == "bool"):
+            # A store_true flag is False when absent; an ini "false" is an explicit choice.
+            if raw is None or raw == "" or (raw is False and where == opt.flag):
                 continue
             try:
                 values[opt.field] = _CONVERT[opt.kind](raw)

@@ -126,6 +126,9 @@ class ScenarioSpec(BaseModel):
     tpot_ms: Optional[float] = Field(None, gt=0)
     e2e_ms: Optional[float] = Field(None, gt=0)
     attainment: float = Field(0.99, gt=0, le=1, description="target fraction of good requests")
+    max_error_rate: float = Field(
+        0.0, ge=0, le=1, description="most failed requests allowed, as a fraction of those issued"
+    )
     percentile_slos: dict[str, float] = Field(default_factory=dict)
 
     # --- gate --------------------------------------------------------------------------

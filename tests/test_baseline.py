@@ -27,7 +27,22 @@ def test_path_for_is_readable_and_safe(tmp_path):
     p = store.path_for(tmp_path, "tests/perf/test_x.py::TestA::test_b[rate=4-chat]")
     assert p == tmp_path / "tests/perf/test_x/TestA.test_b[rate=4-chat].json"
     evil = store.path_for(tmp_path, "../../etc/test_x.py::test a/b")
-    assert tmp_path in evil.parents and evil.name == "test_a_b.json"
+    assert tmp_path in evil.parents and evil.name.startswith("test_a_b-")
+
+
+def test_sanitised_names_never_collide(tmp_path):
+    ids = ["t.py::test_m[meta-llama/Llama-3-8B]", "t.py::test_m[meta-llama_Llama-3-8B]",
+           "t.py::test_m[a b]", "t.py::test_m[a:b]", "t.py::test_" + "x" * 200, "t.py::test_" + "x" * 201]
+    paths = {store.path_for(tmp_path, i) for i in ids}
+    assert len(paths) == len(ids)
+
+
+def test_a_baseline_of_another_test_is_an_error(tmp_path):
+    path = tmp_path / "b.json"
+    store.record(path, nodeid="t.py::a", spec={}, spec_hash="h", run=run(), existing=None)
+    assert store.load(path, "t.py::a") is not None
+    with pytest.raises(store.BaselineError, match="belongs to 't.py::a', not 't.py::b'"):
+        store.load(path, "t.py::b")
 
 
 def test_round_trip_and_history(tmp_path):

@@ -156,8 +156,9 @@ def test_impossible():
     assert "attainment" in res.stdout.str()
     doc = json.loads(out.read_text())
     (test,) = doc["tests"]
-    assert test["outcome"]["status"] if "status" in test["outcome"] else True
-    assert test["outcome"]["slos"][0]["ok"] is False
+    slos = {s["name"]: s for s in test["outcome"]["slos"]}
+    assert slos["attainment"]["ok"] is False and slos["attainment"]["value"] == 0.0
+    assert slos["error_rate"]["ok"] is True and slos["error_rate"]["value"] == 0.0
     assert len(test["runs"][0]["requests"]) == 40
 
 
@@ -201,12 +202,16 @@ def test_closed_loop():
     res.assert_outcomes(passed=1)
 
 
-def test_xdist_workers_refuse_goodput_tests(pytester, sim_url):
+def test_xdist_workers_refuse_goodput_tests_before_measuring(pytester, sim_url):
     pytest.importorskip("xdist")
-    write_test(pytester, SERVER_TEST + "\n\ndef test_plain():\n    assert True\n")
+    marker = pytester.path / "measured"
+    write_test(pytester, SERVER_TEST.replace(
+        "    r = goodput.run()", f"    open({str(marker)!r}, 'w').close()\n    r = goodput.run()")
+        + "\n\ndef test_plain():\n    assert True\n")
     res = pytester.runpytest("-n", "2", f"--goodput-url={sim_url}")
-    res.assert_outcomes(passed=1, failed=1)
+    res.assert_outcomes(passed=1, errors=1)
     assert "refuse to run under pytest-xdist" in res.stdout.str()
+    assert not marker.exists()  # refused at setup: the test body never ran
 
 
 def test_collect_only_starts_no_engine(pytester, monkeypatch):
@@ -256,3 +261,72 @@ def test_baseline_dir_argument(pytester, sim_url):
                              "--goodput-baseline=perf")
     res.assert_outcomes(passed=1)
     assert (Path(pytester.path) / "perf/test_perf/test_server.json").is_file()
+
+
+def test_baseline_dir_after_a_space_is_refused(pytester):
+    write_test(pytester, SERVER_TEST)
+    res = pytester.runpytest("--goodput-baseline", "test_perf.py")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--goodput-baseline=test_perf.py (with '=')" in res.stderr.str()
+
+
+def test_failed_requests_fail_the_test_and_are_never_recorded(pytester):
+    write_test(pytester, SERVER_TEST.replace("    assert r.completed == 40\n", ""))
+    with simulator(error_rate=0.3) as eng:
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert "error rate BROKEN" in out and "http_status" in out
+    assert "baseline NOT written" in out
+    assert not (pytester.path / ".goodput/baselines/test_perf/test_server.json").exists()
+    # a test that tolerates errors says so
+    write_test(pytester, SERVER_TEST.replace("    assert r.completed == 40\n", "").replace(
+        "attainment=0.9", "attainment=0.5, max_error_rate=0.6"))
+    with simulator(error_rate=0.3) as eng:
+        pytester.runpytest(f"--goodput-url={eng.base_url}").assert_outcomes(passed=1)
+
+
+def test_secrets_never_reach_baselines_or_reports(pytester, monkeypatch):
+    monkeypatch.setenv("GOODPUT_TEST_KEY", "sk-live-123456")
+    write_test(pytester, SERVER_TEST)
+    cmd = (f"env VLLM_API_KEY=sk-live-123456 {sys.executable} -m pytest_goodput sim "
+           "--port {port}")
+    report, out_json = pytester.path / "r.md", pytester.path / "r.json"
+    res = pytester.runpytest(f"--goodput-serve={cmd}", "--goodput-api-key-env=GOODPUT_TEST_KEY",
+                             "--goodput-update-baseline", f"--goodput-report={report}",
+                             f"--goodput-json={out_json}")
+    res.assert_outcomes(passed=1)
+    files = [report, out_json, *(pytester.path / ".goodput").rglob("*.json")]
+    assert len(files) == 3
+    for f in files:
+        assert "sk-live" not in f.read_text(), f
+    assert "sk-live" not in res.stdout.str()
+
+
+def test_strict_fails_when_the_baseline_is_incomparable(pytester, sim_url):
+    write_test(pytester, SERVER_TEST)
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
+                       "--goodput-hardware=h100").assert_outcomes(passed=1)
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline",
+                             "--goodput-hardware=a100")
+    res.assert_outcomes(passed=1)
+    assert "hardware differs" in res.stdout.str()
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline",
+                             "--goodput-hardware=a100", "--goodput-strict")
+    res.assert_outcomes(failed=1)
+
+
+def test_selecting_one_test_by_node_id_reports_no_unused_baseline(pytester, sim_url):
+    two = SERVER_TEST + SERVER_TEST.replace("def test_server", "def test_other")
+    write_test(pytester, two)
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=2)
+    res = pytester.runpytest("test_perf.py::test_server", f"--goodput-url={sim_url}", "--goodput-baseline")
+    res.assert_outcomes(passed=1)
+    assert "unused baseline" not in res.stdout.str()
+
+
+def test_compare_mode_without_any_baseline_says_so(pytester, sim_url):
+    write_test(pytester, SERVER_TEST)
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
+    res.assert_outcomes(passed=1)
+    assert "no baseline found under" in res.stdout.str()

@@ -238,3 +238,10 @@ def test_short_output() -> None:
     assert r.output_tokens == 2 and r.error_detail == "2 output tokens (usage), 16 required"
     ok = to_record(exchange(reads), stream=True, api="completions", min_output_tokens=2)
     assert ok.ok
+
+
+def test_chunk_count_is_a_lower_bound_and_never_proves_short_output() -> None:
+    # no usage, no tokenizer: 2 content chunks that may carry several tokens each
+    reads = stream((10, cmpl("a b c d")), (20, cmpl("e f g h")))
+    r = to_record(exchange(reads), stream=True, api="completions", min_output_tokens=8)
+    assert r.ok and r.output_tokens == 2 and r.token_count_source == "chunks"

@@ -25,6 +25,9 @@ def test_baseline_flag_and_update():
 
 def test_bool_from_ini_and_env():
     assert resolve({}, {"strict": True}, {}).strict
+    # an explicit ini "false" beats the environment; an absent command-line flag does not
+    s = resolve({"strict": False}, {"strict": False}, {"GOODPUT_STRICT": "1"})
+    assert not s.strict and s.sources["strict"] == "ini goodput_strict"
     assert resolve({}, {}, {"GOODPUT_STRICT": "yes"}).strict
     assert not resolve({}, {}, {"GOODPUT_STRICT": "0"}).strict
 

@@ -55,6 +55,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "throughput.total_tokens_per_s": ("total throughput", "tok/s"),
     "frontier_throughput": ("frontier throughput", "tok/s"),
     "capacity.requests_per_s": ("capacity", "req/s"),
+    "error_rate": ("error rate", "%"),
+    "attainment": ("attainment", "%"),
 }
 for _m, _name in _LATENCY.items():
     for _s in _STATS:
