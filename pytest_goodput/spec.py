@@ -249,9 +249,19 @@ class ScenarioSpec(BaseModel):
         return self.has_request_slos or bool(self.percentile_slos)
 
     def identity(self) -> dict[str, Any]:
-        """The fields that make two runs comparable (gate settings and client processes excluded)."""
-        skip = {"tolerance", "tolerances", "gate", "workers"}
-        return {k: v for k, v in self.model_dump(mode="json").items() if k not in skip}
+        """The fields that make two runs comparable.
+
+        Gate settings (tolerances, gated metrics, the error-rate limit) and the client's
+        process count are excluded: they judge or drive a run, they do not change what is
+        measured. Fields at their default are left out, so a new field added with a default
+        never orphans existing baselines.
+        """
+        skip = {"tolerance", "tolerances", "gate", "workers", "max_error_rate"}
+        defaults = ScenarioSpec.model_construct().model_dump(mode="json")
+        return {
+            k: v for k, v in self.model_dump(mode="json").items()
+            if k not in skip and (k == "scenario" or v != defaults.get(k))
+        }
 
     def identity_hash(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
