@@ -99,3 +99,29 @@ def test_find_all_skips_foreign_files(tmp_path):
     (tmp_path / "a/other.json").write_text('{"foo": 1}')
     (tmp_path / "a/broken.json").write_text("{")
     assert store.find_all(tmp_path) == {"a.py::x": tmp_path / "a/x.json"}
+
+
+def test_committed_example_baselines_stay_comparable():
+    """A change to the spec schema must not silently orphan users' baselines."""
+    from pathlib import Path
+
+    from pytest_goodput.spec import ScenarioSpec
+
+    root = Path(__file__).resolve().parent.parent / "example_suite" / "baselines"
+    files = sorted(root.rglob("*.json"))
+    assert len(files) == 4
+    for p in files:
+        doc = store.load(p)
+        spec = ScenarioSpec.model_validate(doc.spec)
+        assert spec.identity_hash() == doc.spec_hash, p
+        assert all(r.environment.identity["scenario_hash"] == doc.spec_hash for r in doc.runs)
+        assert len(doc.runs) >= 3, "keep a history so the gate knows the run-to-run spread"
+
+
+def test_identity_ignores_new_fields_at_default_and_gate_settings():
+    from pytest_goodput.spec import build_spec
+
+    a = build_spec({"rate": 5, "ttft_ms": 100})
+    assert a.identity() == {"scenario": "server", "rate": 5.0, "requests": 200, "ttft_ms": 100.0}
+    b = build_spec({"rate": 5, "ttft_ms": 100, "max_error_rate": 0.1, "workers": 2, "tolerance": 0.2})
+    assert a.identity_hash() == b.identity_hash()
