@@ -97,6 +97,13 @@ def run(coro: Coroutine[Any, Any, _T]) -> _T:
         return loop.run_until_complete(coro)
     finally:
         try:
+            # After Ctrl-C the run's tasks are still pending: cancel them and let their
+            # cleanup (closing connections, stopping monitors) run, as asyncio.run does.
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             asyncio.set_event_loop(None)
