@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Callable, Literal, Optional, Sequence
+from typing import Callable, Iterator, Literal, Optional, Sequence
 
 import numpy as np
 
@@ -236,6 +236,41 @@ def _bca_levels(
         return nd.cdf(z0 + (z0 + zq) / (1.0 - a * (z0 + zq)))
 
     return level(lo_q), level(hi_q)
+
+
+def paired_indices(n: int, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
+    """Bootstrap resamples of request indices 0..n−1, shape (n_resamples, n).
+
+    Applied to every run of a paired comparison at once: runs that replay one schedule
+    (same seed: same prompts, lengths and arrivals) keep request i of one run next to
+    request i of the others, so workload variance cancels in the contrast.
+    """
+    return np.concatenate(list(paired_index_chunks(n, n_resamples, seed)))
+
+
+def paired_index_chunks(
+    n: int, n_resamples: int = 2000, seed: int = 0, max_elements: int = 1 << 21
+) -> Iterator[np.ndarray]:
+    """:func:`paired_indices` in row blocks of at most ``max_elements`` indices (bounded memory)."""
+    if n <= 0:
+        raise ValueError(f"paired_indices needs n ≥ 1, got {n}")
+    rng = np.random.default_rng(seed)
+    rows = max(1, max_elements // n)
+    for start in range(0, n_resamples, rows):
+        yield rng.integers(0, n, size=(min(rows, n_resamples - start), n))
+
+
+def nearest_rank_rows(x: np.ndarray, percentile: float) -> np.ndarray:
+    """Nearest-rank percentile along the last axis, skipping NaN (NaN for a row without values).
+
+    Like :func:`nearest_rank_stat`, but each row ranks only its finite values, as
+    ``metrics.summarize`` ranks only successful requests.
+    """
+    xs = np.sort(np.asarray(x, dtype=float), axis=-1)  # NaN sorts last
+    count = np.sum(np.isfinite(xs), axis=-1)
+    rank = np.maximum(1, np.ceil(percentile / 100.0 * count - 1e-9)).astype(int)
+    out = np.take_along_axis(xs, (rank - 1)[..., None], axis=-1)[..., 0]
+    return np.where(count > 0, out, np.nan)
 
 
 def bootstrap_ratio_interval(

@@ -4,7 +4,9 @@ A metric *regressed* only when its change is both practically significant (the p
 estimate is worse than the tolerance) and statistically significant (the confidence
 interval of the relative change lies entirely on the worse side of zero). The interval
 combines within-run noise (requests) with run-to-run noise (machine state), the latter
-estimated from the baseline history and shrunk towards a documented default.
+estimated from the baseline history and shrunk towards a documented default. Runs of
+one spec replay one schedule, so with ``paired=True`` request i of every run is compared
+with request i of the others (a paired bootstrap over request indices).
 ``docs/statistics.md`` gives every formula and the measurements behind the defaults.
 """
 
@@ -22,12 +24,16 @@ from .results import Samples
 
 Kind = Literal["proportion", "rate", "percentile", "mean"]
 
-#: Two-sided confidence of the interval of the relative change (one-sided α = 1 %).
-CONFIDENCE = 0.98
+#: Two-sided confidence of the interval of the relative change (one-sided α = 0.5 %).
+CONFIDENCE = 0.99
 #: Default run-to-run coefficient of variation per metric kind, used as a prior.
-DEFAULT_RUN_CV: dict[str, float] = {"proportion": 0.02, "rate": 0.03, "percentile": 0.065, "mean": 0.05}
+DEFAULT_RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.065, "mean": 0.05}
+#: Per latency column, replacing the kind's prior for its percentiles and mean. TTFT's
+#: spread is mostly queueing against the arrival schedule (present on a quiet machine,
+#: growing slowly with machine noise); TPOT and E2E follow machine speed almost 1:1.
+DEFAULT_RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.035}
 #: Weight of that prior, in pseudo-runs (degrees of freedom).
-PRIOR_RUNS = 4.0
+PRIOR_RUNS = 3.0
 BOOTSTRAP_RESAMPLES = 2000
 _UNBOUNDED = 1e9
 
@@ -84,6 +90,15 @@ def _kind(path: str) -> tuple[Kind, Optional[float]]:
             if 0 < p <= 100:
                 return "percentile", p
     raise ValueError(f"unknown metric path {path!r}")
+
+
+def default_run_cv(path: str) -> float:
+    """The prior run-to-run CV of a metric: by latency column if listed, else by kind."""
+    kind, _ = _kind(path)
+    parts = path.split(".")
+    if kind in ("percentile", "mean") and parts[1] in DEFAULT_RUN_CV_BY_LATENCY:
+        return DEFAULT_RUN_CV_BY_LATENCY[parts[1]]
+    return DEFAULT_RUN_CV[kind]
 
 
 def _finite(v: Optional[float]) -> bool:
@@ -228,6 +243,69 @@ def _within(kind: Kind, pct: Optional[float], path: str, direction: str, cur: Sa
     return _log(lo), _log(hi), "bootstrap"
 
 
+def pairable(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]) -> bool:
+    """Whether request i of every run can stand next to request i of the others.
+
+    Needs the same number of measured requests in every run; the caller vouches that the
+    runs replay one schedule (the gate compares only runs of one spec, seed included).
+    """
+    sizes = {len(s.ok) for s in (*baseline_runs, *current_runs)}
+    return len(sizes) == 1 and sizes.pop() > 0
+
+
+def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
+                 idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One run's (numerator, denominator) of the metric on every index resample."""
+    ok = np.asarray(s.ok, dtype=bool)
+    if kind == "proportion":
+        good = np.asarray(s.good or [False] * len(ok), dtype=bool) & ok
+        return good[idx].sum(axis=-1).astype(float), np.full(idx.shape[0], float(idx.shape[1]))
+    if kind == "rate":
+        x = _rate_column(s, path)
+        assert x is not None
+        return x[idx].sum(axis=-1), np.full(idx.shape[0], s.window_s)
+    col = np.asarray([v if (o and _finite(v)) else math.nan
+                      for v, o in zip(getattr(s, path.split(".")[1]), s.ok)], dtype=float)[idx]
+    if kind == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nanmean(col, axis=-1), np.ones(idx.shape[0])
+    assert pct is not None
+    return stats.nearest_rank_rows(col, pct), np.ones(idx.shape[0])
+
+
+def _paired_group(kind: Kind, pct: Optional[float], path: str, runs: Sequence[Samples],
+                  idx: np.ndarray) -> np.ndarray:
+    """The group's value per resample: pooled for sums and counts, geometric mean otherwise."""
+    rows = [_paired_rows(kind, pct, path, s, idx) for s in runs]
+    if kind in ("proportion", "rate"):
+        return sum(r[0] for r in rows) / sum(r[1] for r in rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.exp(np.mean([np.log(r[0]) for r in rows], axis=0))
+
+
+def _within_paired(kind: Kind, pct: Optional[float], path: str, base_runs: Sequence[Samples],
+                   cur_runs: Sequence[Samples], d: float, b_val: float, conf: float,
+                   seed: int) -> Optional[tuple[float, float]]:
+    """Half-widths (below, above d) of the contrast from a paired bootstrap over request indices.
+
+    One index resample is applied to every run, so what request i costs in the workload
+    cancels between the sides; what is left is how differently the runs served it.
+    None when a resample has no value (e.g. no successful request drawn).
+    """
+    parts = []
+    for idx in stats.paired_index_chunks(len(base_runs[0].ok), BOOTSTRAP_RESAMPLES, seed):
+        b = _paired_group(kind, pct, path, base_runs, idx)
+        c = _paired_group(kind, pct, path, cur_runs, idx)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts.append((c - b) / b_val if kind == "proportion" else np.log(c / b))
+    reps = np.concatenate(parts)
+    if not np.all(np.isfinite(reps)):
+        return None
+    alpha = 1.0 - conf
+    lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return max(0.0, d - float(lo)), max(0.0, float(hi) - d)
+
+
 def _counts(s: Samples) -> tuple[int, int]:
     good = s.good or []
     return sum(bool(g) and bool(o) for g, o in zip(good, s.ok)), len(s.ok)
@@ -251,7 +329,7 @@ def _between(kind: Kind, path: str, base_runs: Sequence[Samples],
     run-to-run CV worth ν₀ pseudo-runs. s² also holds within-run noise; it is not
     subtracted, because runs replay one schedule and i.i.d. theory overstates that part.
     """
-    cv0 = DEFAULT_RUN_CV[kind] if run_cv is None else run_cv
+    cv0 = default_run_cv(path) if run_cv is None else run_cv
     ss, dof = 0.0, 0
     for group in (base_runs, cur_runs):
         ys = [y for y in (_run_value(kind, s, path, b_val) for s in group) if y is not None]
@@ -309,8 +387,13 @@ def compare_metric(
     confidence: float = CONFIDENCE,
     run_cv: Optional[float] = None,
     significance: Literal["zero", "tolerance"] = "zero",
+    paired: bool = False,
 ) -> MetricComparison:
-    """Judge one metric: current runs (k ≥ 1) against a baseline history (newest last)."""
+    """Judge one metric: current runs (k ≥ 1) against a baseline history (newest last).
+
+    ``paired``: every run replays one schedule (same spec and seed), so request i is
+    compared with request i (:func:`pairable` must hold; otherwise the unpaired intervals).
+    """
     if not current_runs:
         raise ValueError("compare_metric needs at least one current run")
     kind, pct = _kind(defn.path)
@@ -338,15 +421,12 @@ def compare_metric(
         verdict = "regressed" if defn.direction == "higher" else "improved"
         return _result(defn, verdict, base=b_val, cur=c_val, change=change,
                        note="current value is 0: judged by direction only")
-    lo_w, hi_w, method = _within(
-        kind, pct, defn.path, defn.direction, cur_s, base_s, b_val, confidence, seed
-    )
     sd_b, df_b, note = _between(kind, defn.path, baseline_runs, current_runs, b_val, run_cv)
     hb = stats.t_ppf(0.5 + confidence / 2.0, df_b) * sd_b * math.sqrt(
         1.0 / len(current_runs) + 1.0 / len(baseline_runs)
     )
     d = change if kind == "proportion" else math.log(c_val / b_val)
-    a_lo, a_hi = d - lo_w, hi_w - d  # within-run half-widths, around the pooled estimate
+    pooled_d = d
     if kind in ("percentile", "mean") and max(len(baseline_runs), len(current_runs)) > 1:
         # A percentile of pooled runs is a mixture's tail, dominated by the slowest run;
         # the run-to-run term models the mean of per-run values, so centre on that.
@@ -354,8 +434,19 @@ def compare_metric(
         if b_gm is not None and c_gm is not None:
             b_val, c_val = b_gm, c_gm
             change, d = c_val / b_val - 1.0, math.log(c_val / b_val)
-    lo = d - math.hypot(a_lo, hb) if not math.isnan(lo_w) else -math.inf
-    hi = d + math.hypot(a_hi, hb) if not math.isnan(hi_w) else math.inf
+    halves = None
+    if paired and pairable(baseline_runs, current_runs):
+        halves = _within_paired(kind, pct, defn.path, baseline_runs, current_runs, d,
+                                b_val, confidence, seed)
+    if halves is not None:
+        a_lo, a_hi, method = halves[0], halves[1], "paired bootstrap"
+    else:
+        lo_w, hi_w, method = _within(
+            kind, pct, defn.path, defn.direction, cur_s, base_s, b_val, confidence, seed
+        )
+        a_lo, a_hi = pooled_d - lo_w, hi_w - pooled_d  # within-run half-widths
+    lo = d - math.hypot(a_lo, hb) if not math.isnan(a_lo) else -math.inf
+    hi = d + math.hypot(a_hi, hb) if not math.isnan(a_hi) else math.inf
     if kind != "proportion":
         lo, hi = math.expm1(lo), math.expm1(hi)
     lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON

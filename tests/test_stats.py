@@ -163,3 +163,28 @@ def test_order_statistic_interval_covers_at_p99() -> None:
         for lo, hi in (stats.quantile_interval(rng.lognormal(0, 0.8, 1000), 99, 0.9) for _ in range(400))
     )
     assert hits / 400 >= 0.87  # nominal 0.90; binomial slack for 400 trials
+
+
+def test_nearest_rank_rows_skips_nan() -> None:
+    x = np.array([[3.0, 1.0, np.nan, 2.0], [np.nan, np.nan, np.nan, np.nan], [4.0, 8.0, 6.0, 2.0]])
+    # Row 0: finite values 1, 2, 3; P50 rank ⌈1.5⌉ = 2 -> 2; P99 rank 3 -> 3.
+    assert stats.nearest_rank_rows(x, 50.0)[0] == 2.0
+    assert stats.nearest_rank_rows(x, 99.0)[0] == 3.0
+    assert math.isnan(stats.nearest_rank_rows(x, 50.0)[1])
+    # A row without NaN agrees with the batched nearest-rank statistic.
+    assert stats.nearest_rank_rows(x, 75.0)[2] == stats.nearest_rank_stat(75.0)(x[2:3])[0] == 6.0
+
+
+def test_paired_indices_are_seeded_and_in_range() -> None:
+    idx = stats.paired_indices(7, n_resamples=50, seed=3)
+    assert idx.shape == (50, 7) and idx.min() >= 0 and idx.max() <= 6
+    assert np.array_equal(idx, stats.paired_indices(7, n_resamples=50, seed=3))
+    assert not np.array_equal(idx, stats.paired_indices(7, n_resamples=50, seed=4))
+    with pytest.raises(ValueError):
+        stats.paired_indices(0)
+
+
+def test_paired_index_chunks_bound_memory() -> None:
+    chunks = list(stats.paired_index_chunks(1000, n_resamples=25, seed=5, max_elements=10_000))
+    assert [c.shape for c in chunks] == [(10, 1000), (10, 1000), (5, 1000)]
+    assert all(c.min() >= 0 and c.max() <= 999 for c in chunks)

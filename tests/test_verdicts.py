@@ -7,18 +7,25 @@ import math
 import numpy as np
 import pytest
 
+from pytest_goodput import stats
 from pytest_goodput.metrics import summarize
 from pytest_goodput.outcome import MetricComparison
 from pytest_goodput.results import ClientHealth, RequestRecord, Samples
 from pytest_goodput.spec import ScenarioSpec
 from pytest_goodput.verdicts import (
+    CONFIDENCE,
     DEFAULT_METRICS,
+    DEFAULT_RUN_CV,
+    DEFAULT_RUN_CV_BY_LATENCY,
+    PRIOR_RUNS,
     MetricDef,
     compare,
     compare_metric,
     decide,
+    default_run_cv,
     gate_fails,
     metric_value,
+    pairable,
 )
 
 
@@ -209,3 +216,74 @@ def test_single_small_baseline_cannot_prove_p99_regression() -> None:
     assert c.interval is not None and c.interval[0] == -1.0
     c = compare_metric(DEFAULT_METRICS["metrics.ttft_ms.p99"], [_run(rng, n=600)], [_run(rng, scale=2.0)])
     assert c.verdict == "regressed"
+
+
+def _scaled(s: Samples, factor: float) -> Samples:
+    """The same requests served ``factor`` times slower (what a replayed schedule pairs)."""
+    return s.model_copy(update={
+        "ttft_ms": [v * factor for v in s.ttft_ms], "tpot_ms": [v * factor for v in s.tpot_ms],
+        "e2e_ms": [v * factor for v in s.e2e_ms], "window_s": s.window_s * factor,
+    })
+
+
+def test_default_run_cv_by_latency_then_kind() -> None:
+    assert default_run_cv("metrics.ttft_ms.p99") == DEFAULT_RUN_CV_BY_LATENCY["ttft_ms"]
+    assert default_run_cv("metrics.tpot_ms.p99") == DEFAULT_RUN_CV["percentile"]
+    assert default_run_cv("goodput.requests_per_s") == DEFAULT_RUN_CV["rate"]
+    assert default_run_cv("goodput.attainment") == DEFAULT_RUN_CV["proportion"]
+
+
+def test_pairable_needs_equal_request_counts() -> None:
+    rng = np.random.default_rng(31)
+    a, b = _run(rng, n=300), _run(rng, n=300)
+    assert pairable([a, b], [a])
+    assert not pairable([a], [_run(rng, n=299)])
+
+
+def test_paired_identical_run_interval_is_the_run_to_run_term_alone() -> None:
+    # Same requests on both sides: the paired within-run half-widths are 0, so the interval
+    # is exactly exp(±h) − 1 with h = t(ν₀; (1 + confidence)/2) · σ₀ · √(1/1 + 1/1)
+    # (one run per side).
+    rng = np.random.default_rng(37)
+    base = _run(rng)
+    c = compare_metric(DEFAULT_METRICS["metrics.ttft_ms.p99"], [base], [base], paired=True)
+    h = stats.t_ppf(0.5 + CONFIDENCE / 2.0, PRIOR_RUNS) * default_run_cv("metrics.ttft_ms.p99") * math.sqrt(2.0)
+    assert c.verdict == "pass" and c.change == 0.0
+    assert c.interval == pytest.approx((math.expm1(-h), math.expm1(h)))
+    assert c.method.startswith("paired bootstrap")
+
+
+def test_paired_proves_a_p99_rise_the_unpaired_interval_cannot() -> None:
+    # Every request twice as slow: unpaired, 300 baseline requests cannot bound their own P99
+    # (see test_single_small_baseline_cannot_prove_p99_regression); paired, request i is
+    # compared with request i and the rise is plain.
+    rng = np.random.default_rng(41)
+    base = _run(rng)
+    cur = _scaled(base, 2.0)
+    d = DEFAULT_METRICS["metrics.ttft_ms.p99"]
+    unpaired = compare_metric(d, [base], [cur])
+    paired = compare_metric(d, [base], [cur], paired=True)
+    assert unpaired.verdict == "inconclusive"
+    assert paired.verdict == "regressed"
+    assert paired.change == pytest.approx(1.0)
+    assert paired.interval[0] > 0.0 and paired.interval[1] < unpaired.interval[1]
+
+
+def test_paired_goodput_counts_the_same_requests() -> None:
+    # Three baseline runs replaying one schedule; the current run loses 30 of the same 285
+    # good requests in the same window: change −30/285, and the paired interval excludes 0.
+    n = 300
+    good = [True] * 285 + [False] * 15
+    base = [Samples(window_s=25.0, ok=[True] * n, good=good, ttft_ms=[50.0] * n, tpot_ms=[15.0] * n,
+                    e2e_ms=[1000.0] * n, output_tokens=[64] * n, prompt_tokens=[128] * n)] * 3
+    cur = base[0].model_copy(update={"good": [True] * 255 + [False] * 45})
+    c = compare_metric(DEFAULT_METRICS["goodput.requests_per_s"], base, [cur], paired=True)
+    assert c.change == pytest.approx(255 / 285 - 1)
+    assert c.interval[1] < 0.0 and c.verdict == "regressed"
+
+
+def test_paired_falls_back_when_runs_differ_in_size() -> None:
+    rng = np.random.default_rng(43)
+    base, cur = [_run(rng, n=300)], [_run(rng, n=280)]
+    c = compare_metric(DEFAULT_METRICS["metrics.tpot_ms.p99"], base, cur, paired=True)
+    assert c.method.startswith("order-statistic")
