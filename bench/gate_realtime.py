@@ -20,11 +20,13 @@ virtual-time bench (``bench/gate_quality.py``), they do not replace it.
     python bench/gate_realtime.py                 # about 5.5 minutes
     python bench/gate_realtime.py --save runs.json  # also keep the raw per-request samples
     python bench/gate_realtime.py --load a.json --load b.json   # re-judge saved runs
+    python bench/gate_realtime.py --load a.json --repeats 2     # two current runs per trial
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -72,22 +74,24 @@ def cv_row(name: str, runs: list[Samples]) -> str:
 
 
 def verdict_counts(base: list[Samples], slowed: dict[str, list[Samples]], history: int,
-                   spec: ScenarioSpec) -> None:
+                   spec: ScenarioSpec, repeats: int = 1) -> None:
     """A/A and A/B trials through the verdict engine, counted per gated metric."""
     defs = metric_defs(spec)
     n = len(base)
     trials: dict[str, list[tuple[str, list[Samples], list[Samples]]]] = {"A/A": []}
-    if n > history:
+    if n >= history + repeats:
         for j in range(n):
-            others = [base[(j + 1 + i) % n] for i in range(history)]
-            trials["A/A"].append(("A/A", others, [base[j]]))
+            cur = [base[(j + i) % n] for i in range(repeats)]
+            others = [base[(j + repeats + i) % n] for i in range(history)]
+            trials["A/A"].append(("A/A", others, cur))
     for key, runs in slowed.items():
         arm = f"A/B {key}"
-        trials[arm] = [(arm, base[j:j + history], [s]) for s in runs for j in range(n - history + 1)]
+        trials[arm] = [(arm, base[j:j + history], list(c))
+                       for c in itertools.combinations(runs, repeats) for j in range(n - history + 1)]
     for arm, rows in trials.items():
         if not rows:
             continue
-        print(f"\n{arm}: {len(rows)} trials ({history} baseline runs vs 1 current run)")
+        print(f"\n{arm}: {len(rows)} trials ({history} baseline runs vs {repeats} current run(s))")
         tally: dict[str, dict[str, int]] = {d.path: {} for d in defs}
         changes: dict[str, list[float]] = {d.path: [] for d in defs}
         for t, (_, b, c) in enumerate(rows):
@@ -114,6 +118,7 @@ def main() -> None:
     p.add_argument("--slowed", type=int, default=2, help="runs per slowdown, fresh process each")
     p.add_argument("--slowdown", default="1.10", help="comma-separated slowdown factors")
     p.add_argument("--history", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=1, help="current runs per trial")
     p.add_argument("--save", default=None, help="write every run's samples as JSON here")
     p.add_argument("--load", action="append", default=[], help="judge runs saved by --save (repeatable)")
     args = p.parse_args()
@@ -160,7 +165,7 @@ def main() -> None:
     if groups.get("one-process"):
         print(cv_row(f"all @{args.rate:g}", both))
     slowed = {k: v for k, v in groups.items() if k.startswith("slowed")}
-    verdict_counts(both, slowed, args.history, spec)
+    verdict_counts(both, slowed, args.history, spec, args.repeats)
     print(f"\nelapsed {time.perf_counter() - t0:.0f} s")
 
 
