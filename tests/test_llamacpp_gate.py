@@ -1,0 +1,245 @@
+"""The product on a real engine: llama.cpp's server (xllamacpp wheel) with a tiny random model.
+
+What this proves end to end, with no GPU and no download: the runner's scenarios measure a
+real continuous-batching server exactly (usage token counts, every requested token, server
+counters that agree with the client), the frontier gate catches a real slowdown, and the
+plugin's baseline gate passes a rerun of the same engine and fails a worse-configured one.
+
+A finding these tests pin down: on one CPU thread llama.cpp's cost is linear in tokens, so
+serving 4 sequences in one batch is no faster than serving them one after another. Taking
+slots away (``--parallel 1``) therefore does not cost throughput; it costs time to first
+token, because requests queue for the single slot. The gates are asserted accordingly.
+
+Prompts are long (isl=128, ~580 llama.cpp tokens with this vocabulary): with short prompts
+a run is dominated by per-request overheads and its numbers swing by 2x on a shared
+machine; with prefill doing real work they repeat within a few percent. Needs the ``llamacpp`` extra; skipped without it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+pytest.importorskip("xllamacpp", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
+pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
+
+# pytester's in-process runs drop modules first imported inside them; C extensions such as
+# numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
+import pytest_goodput.engines.launch  # noqa: E402,F401
+import pytest_goodput.engines.prometheus  # noqa: E402,F401
+import pytest_goodput.loadgen  # noqa: E402,F401
+import pytest_goodput.report.github  # noqa: E402,F401
+import pytest_goodput.report.markdown  # noqa: E402,F401
+import pytest_goodput.report.terminal  # noqa: E402,F401
+import pytest_goodput.verdicts  # noqa: E402,F401
+from pytest_goodput.engine import Engine, launch  # noqa: E402
+from pytest_goodput.engines.tinyllama import write_tiny_llama  # noqa: E402
+from pytest_goodput.frontier import FrontierComparison, FrontierPoint, compare_frontiers  # noqa: E402
+from pytest_goodput.frontier_noise import sweep_noise  # noqa: E402
+from pytest_goodput.results import RunResult, Samples  # noqa: E402
+from pytest_goodput.runner import Measurement, measure  # noqa: E402
+from pytest_goodput.spec import build_spec  # noqa: E402
+
+
+def _client_retries_closed_connections() -> bool:
+    """Whether the client resends a request whose connection the server closed before it.
+
+    llama.cpp's server closes the connection after every streamed response while announcing
+    keep-alive; a closed loop that reuses the connection at once fails to write its next
+    request ("Can not write request body", caused by a ConnectionResetError). The server
+    never saw that request, so resending it is safe; a client that does not counts it as a
+    failed request and every gate below fails on it.
+    """
+    import aiohttp
+
+    from pytest_goodput.client import OpenAIClient
+
+    exc = aiohttp.ClientOSError(None, "Can not write request body")
+    exc.__cause__ = aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+    return bool(OpenAIClient._stale(exc))
+
+
+pytest_plugins = ["pytester"]
+pytestmark = [
+    pytest.mark.llamacpp,
+    pytest.mark.xfail(
+        not _client_retries_closed_connections(), strict=False,
+        reason="the client does not yet resend requests on connections llama.cpp closed",
+    ),
+]
+
+ALIAS = "tiny"
+ISL, OSL = 128, 128
+SWEEP = build_spec(dict(scenario="sweep", sweep=[1, 4], duration_s=2.0, isl=ISL, osl=OSL))
+
+
+def server_cmd(model: str, parallel: int, *, metrics: bool = False) -> list[str]:
+    """The engine runs niced: on a shared 2-core machine the client must not wait for the CPU
+    behind the engine it measures (the self-check fails such runs)."""
+    cmd = [
+        "nice", "-n", "10", sys.executable, "-m", "pytest_goodput.engines.llamacpp_server", "--model", model,
+        "--port", "{port}", "--parallel", str(parallel), "--threads", "1", "--alias", ALIAS,
+    ]
+    return cmd + ["--metrics"] if metrics else cmd
+
+
+def start(model: str, parallel: int, *, metrics: bool = False) -> Engine:
+    return launch(server_cmd(model, parallel, metrics=metrics), ready_timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return write_tiny_llama(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+
+
+@pytest.fixture(scope="module")
+def engine(model_path: str) -> Iterator[Engine]:
+    """4 slots, one compute thread (the client keeps the other core), Prometheus /metrics."""
+    with start(model_path, 4, metrics=True) as eng:
+        yield eng
+
+
+def valid_run(make: Callable[[], Measurement], attempts: int = 3) -> Measurement:
+    """A measurement whose client kept up; the machine is shared, so allow a noisy neighbour
+    two retries (the engine takes one core, everyone else shares the other)."""
+    for _ in range(attempts):
+        m = make()
+        bad = [r.client.reasons for r in m.runs if not r.client.valid]
+        if not bad:
+            return m
+    raise AssertionError(f"the client set the pace {attempts} times; the run says nothing about the engine: {bad}")
+
+
+def check_exact_run(r: RunResult, issued: int, isl: int = ISL, osl: int = OSL) -> None:
+    """Every request served in full, counted by the engine, and agreed on by its counters."""
+    assert r.issued == r.completed == issued and r.failures == {}
+    assert r.token_count_source == "usage"
+    measured = [q for q in r.requests if not q.warmup]
+    assert len(measured) == issued
+    for q in measured:
+        assert q.ok, (q.error_kind, q.error_detail)
+        assert q.token_count_source == "usage"
+        assert q.output_tokens == q.requested_output_tokens == osl  # ignore_eos honoured
+        # the engine's own tokenizer counts the prompt: this vocabulary spells most synthetic
+        # words letter by letter, so a 128-token prompt is ~580 llama.cpp tokens
+        assert q.prompt_tokens is not None and q.prompt_tokens >= isl
+        assert q.ttft_ms is not None and q.tpot_ms is not None and q.e2e_ms is not None
+        assert 0 < q.ttft_ms < q.e2e_ms < 30_000
+        # a request whose tokens all arrived in one read (the client was descheduled for
+        # its few milliseconds) has TPOT 0: plausible, so only the distribution must be > 0
+        assert 0 <= q.tpot_ms < 1_000 and len(q.itl_ms) == osl - 1
+    assert r.metrics.ttft_ms.count == r.metrics.tpot_ms.count == issued
+    assert r.metrics.tpot_ms.p50 is not None and r.metrics.tpot_ms.p50 > 0
+    assert r.throughput.output_tokens_per_s > 0
+    s = r.server_metrics
+    assert s, "llama.cpp started with --metrics serves /metrics"
+    assert s["generation_tokens"] == sum(q.output_tokens for q in measured) == issued * osl
+    # llama.cpp counts the prompt tokens it computed; those reused from a slot's cache apart
+    assert s["prompt_tokens"] + s["prefix_cache_hits"] == sum(q.prompt_tokens or 0 for q in measured)
+    assert s["running"] == 0 and s["waiting"] == 0  # gauges after the run: all drained
+
+
+def test_poisson_server_scenario_is_measured_exactly(engine: Engine) -> None:
+    # 120 requests, so P99 send lag is not simply the single worst request: on a shared
+    # 2-core machine one request in a hundred meets a descheduled client.
+    spec = build_spec(dict(scenario="server", rate=30.0, requests=120, isl=32, osl=32))
+    m = valid_run(lambda: measure(spec, engine))
+    r = m.result
+    check_exact_run(r, 120, isl=32, osl=32)
+    assert r.spec.arrival == "poisson" and r.load["rate"] == 30.0
+    # open loop: the offered rate is the schedule's (a Poisson sample of 120 arrivals)
+    assert 20.0 < r.load["offered_rate"] < 45.0
+
+
+def test_concurrency_scenario_is_measured_exactly(engine: Engine) -> None:
+    spec = build_spec(dict(scenario="concurrency", concurrency=4, requests=24, isl=ISL, osl=OSL))
+    m = valid_run(lambda: measure(spec, engine))
+    check_exact_run(m.result, 24)
+    assert m.result.load["concurrency"] == 4.0
+
+
+def frontier_gate(base: Measurement, cur: Measurement) -> FrontierComparison:
+    """What the plugin does for a sweep: every baseline frontier point judged, beyond noise."""
+    points = lambda m: [FrontierPoint(**p) for p in m.frontier["points"]]  # noqa: E731
+    base_samples = [Samples.from_records(r.requests, r.window.seconds) for r in base.runs]
+    noise = sweep_noise(SWEEP.sweep, SWEEP.sweep_over, base_samples, cur.runs)
+    return compare_frontiers(points(base), points(cur), tolerance=0.05, noise=noise)
+
+
+def test_frontier_gate_on_a_real_engine(engine: Engine, model_path: str, tmp_path: Path) -> None:
+    """A 3x-deeper model behind the same name regresses every frontier point.
+
+    Measured: the deeper engine keeps 35-40 % of the throughput at the concurrency-4 point
+    and serves nobody as interactively as the baseline's concurrency-1 point (ratio 0).
+    One slot instead of four is no such loss here: throughput at the concurrency-4 point
+    stays at 80-100 % (one CPU thread gains little from batching) while TTFT grows about
+    4x as requests queue; that is the per-run gate's to catch (next test).
+    """
+    base = valid_run(lambda: measure(SWEEP, engine))
+    deep_model = write_tiny_llama(tmp_path / "deep.gguf", n_layer=6)
+    with start(deep_model, 4) as deep:
+        slow = valid_run(lambda: measure(SWEEP, deep))
+    with start(model_path, 1) as one_slot:
+        queued = valid_run(lambda: measure(SWEEP, one_slot))
+
+    slower = frontier_gate(base, slow)
+    assert slower.verdict == "regressed"
+    assert len(slower.points) >= 1 and all(p.verdict == "regressed" for p in slower.points)
+    assert slower.worst_ratio is not None and slower.worst_ratio < 0.7
+    four = [p for p in slower.points if p.baseline.load == 4.0]
+    assert all(p.ratio < 0.7 and p.interval[1] < 0.95 for p in four)
+
+    fewer_slots = frontier_gate(base, queued)
+    at_four = next((p for p in fewer_slots.points if p.baseline.load == 4.0), None)
+    if at_four is not None:  # when on the baseline's frontier: most throughput is kept
+        assert at_four.ratio > 0.6, (at_four.ratio, at_four.interval)
+    b4, q4 = base.runs[-1].metrics.ttft_ms.p50, queued.runs[-1].metrics.ttft_ms.p50
+    assert b4 is not None and q4 is not None and q4 > 2 * b4, (b4, q4)
+
+
+PLUGIN_TEST = f"""
+import pytest
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=4, requests=32, isl={ISL}, osl={OSL},
+                     gate=["throughput.output_tokens_per_s", "metrics.ttft_ms.p50"],
+                     tolerances={{"throughput.output_tokens_per_s": 0.25, "metrics.ttft_ms.p50": 0.5}})
+def test_four_users():
+    pass
+"""
+
+
+def run_plugin(pytester: pytest.Pytester, *args: str, attempts: int = 3) -> pytest.RunResult:
+    """Run the suite; again if the shared machine starved the client (an invalid run)."""
+    for _ in range(attempts):
+        res = pytester.runpytest(*args)
+        if "the load generator, not the server, set the pace" not in res.stdout.str():
+            break
+    return res
+
+
+def expect(res: pytest.RunResult, **outcomes: int) -> pytest.RunResult:
+    got = res.parseoutcomes()
+    assert all(got.get(k, 0) == v for k, v in outcomes.items()), res.stdout.str()[-4000:]
+    return res
+
+
+def test_plugin_gate_passes_a_rerun_and_fails_one_slot(pytester: pytest.Pytester, model_path: str) -> None:
+    pytester.makepyfile(test_perf=PLUGIN_TEST)
+
+    def serve(parallel: int) -> str:
+        return "--goodput-serve=" + shlex.join(server_cmd(model_path, parallel))
+
+    expect(run_plugin(pytester, serve(4), "--goodput-update-baseline"), passed=1)
+    assert (pytester.path / ".goodput/baselines/test_perf/test_four_users.json").is_file()
+    res = expect(run_plugin(pytester, serve(4), "--goodput-baseline"), passed=1)
+    assert "regressed" not in res.stdout.str()
+
+    res = expect(run_plugin(pytester, serve(1), "--goodput-baseline"), failed=1)
+    out = res.stdout.str()
+    assert "regressed: TTFT P50" in out and "incomparable" not in out
+    # the server command is provenance: shown as what changed, never a reason to skip the gate
+    assert "what changed since the baseline: engine_cmd" in out and "--parallel 1" in out
