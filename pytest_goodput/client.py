@@ -318,7 +318,12 @@ class OpenAIClient:
 
         if isinstance(exc, aiohttp.ServerDisconnectedError):
             return True
-        return isinstance(exc, aiohttp.ClientOSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE)
+        # llama.cpp closes a kept-alive connection after each stream; aiohttp then fails the
+        # next write with errno None, caused by a ConnectionResetError.
+        return isinstance(exc, aiohttp.ClientOSError) and (
+            exc.errno in (errno.ECONNRESET, errno.EPIPE)
+            or isinstance(exc.__cause__, ConnectionResetError)
+        )
 
     async def open_connections(self, n: int) -> int:
         """Open up to ``n`` keep-alive connections ahead of a run; return how many succeeded.

@@ -149,7 +149,8 @@ class GoodputSession:
             b = [FrontierPoint.model_validate(p) for p in latest.frontier]
             c = [FrontierPoint.model_validate(p) for p in view.get("current", [])]
             noise = sweep_noise(spec.sweep, spec.sweep_over, latest.samples, m.runs, spec.gpus)
-            cmp = compare_frontiers(b, c, self._tolerance(spec, "frontier_throughput"), noise)
+            cmp = compare_frontiers(b, c, self._tolerance(spec, "frontier_throughput"), noise,
+                                    x_tolerance=spec.interactivity_tolerance)
             view["baseline"] = latest.frontier
             view["comparison"] = cmp.model_dump(mode="json")
             extra.append(cmp.to_metric_comparison())

@@ -133,6 +133,9 @@ class ScenarioSpec(BaseModel):
 
     # --- gate --------------------------------------------------------------------------
     tolerance: Optional[float] = Field(None, ge=0, lt=1)
+    interactivity_tolerance: float = Field(
+        0.05, ge=0, lt=1, description="sweeps: interactivity slack when matching frontier points"
+    )
     tolerances: dict[str, float] = Field(default_factory=dict)
     gate: Optional[tuple[str, ...]] = None
 
@@ -256,7 +259,8 @@ class ScenarioSpec(BaseModel):
         measured. Fields at their default are left out, so a new field added with a default
         never orphans existing baselines.
         """
-        skip = {"tolerance", "tolerances", "gate", "workers", "max_error_rate"}
+        skip = {"tolerance", "tolerances", "gate", "workers", "max_error_rate",
+                "interactivity_tolerance"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()
