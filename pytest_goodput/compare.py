@@ -101,7 +101,7 @@ def compare_sides(nodeid: str, base: Side, new: Side, tolerance: Optional[float]
             "baseline_status": "incomparable",
             "incomparable_reasons": ["the scenario specs differ"],
         })
-    comps = compare(base.samples, new.samples, metric_defs(new.spec, tolerance))
+    comps = compare(base.samples, new.samples, metric_defs(new.spec, tolerance), paired=True)
     return outcome.model_copy(update={"baseline_status": "compared", "comparisons": comps})
 
 

@@ -181,7 +181,11 @@ def build_outcome(
     baseline_runs = [s for run in baseline.runs for s in run.samples]
     # All repeats of the latest run feed the current side; history gives run-to-run spread.
     current_runs = [Samples.from_records(r.requests, r.window.seconds) for r in results]
-    comparisons: list[MetricComparison] = compare(baseline_runs, current_runs, defs, seed=seed)
+    # Same spec hash means same seed: request i is the same request in every run, so the
+    # comparison can pair them (it falls back to unpaired intervals when counts differ).
+    comparisons: list[MetricComparison] = compare(
+        baseline_runs, current_runs, defs, seed=seed, paired=True
+    )
     comparisons += extra_comparisons or []
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons}

@@ -254,13 +254,13 @@ class ScenarioSpec(BaseModel):
     def identity(self) -> dict[str, Any]:
         """The fields that make two runs comparable.
 
-        Gate settings (tolerances, gated metrics, the error-rate limit) and the client's
-        process count are excluded: they judge or drive a run, they do not change what is
+        Gate settings (tolerances, gated metrics, the error-rate limit), the number of
+        repeats and the client's process count are excluded: they judge or drive a run, they do not change what is
         measured. Fields at their default are left out, so a new field added with a default
         never orphans existing baselines.
         """
         skip = {"tolerance", "tolerances", "gate", "workers", "max_error_rate",
-                "interactivity_tolerance"}
+                "interactivity_tolerance", "repeats"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()

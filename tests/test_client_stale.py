@@ -51,3 +51,16 @@ def test_stale_keepalive_connection_is_retried():
     records = [to_record(ex, stream=True, api="completions", min_output_tokens=2) for ex in exchanges]
     assert [r.ok for r in records] == [True, True, True], [r.error_detail for r in records]
     assert len(served) == 3 and all(r.output_tokens == 2 for r in records)
+
+
+def test_llamacpp_style_closed_connection_counts_as_stale():
+    """llama.cpp closes the connection after each stream while announcing keep-alive: the
+    next write fails with errno None, caused by a ConnectionResetError; it is resent."""
+    import aiohttp
+
+    from pytest_goodput.client import OpenAIClient
+
+    exc = aiohttp.ClientOSError(None, "Can not write request body")
+    exc.__cause__ = aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+    assert OpenAIClient._stale(exc)
+    assert not OpenAIClient._stale(aiohttp.ClientOSError(None, "other"))

@@ -45,32 +45,8 @@ from pytest_goodput.runner import Measurement, measure  # noqa: E402
 from pytest_goodput.spec import build_spec  # noqa: E402
 
 
-def _client_retries_closed_connections() -> bool:
-    """Whether the client resends a request whose connection the server closed before it.
-
-    llama.cpp's server closes the connection after every streamed response while announcing
-    keep-alive; a closed loop that reuses the connection at once fails to write its next
-    request ("Can not write request body", caused by a ConnectionResetError). The server
-    never saw that request, so resending it is safe; a client that does not counts it as a
-    failed request and every gate below fails on it.
-    """
-    import aiohttp
-
-    from pytest_goodput.client import OpenAIClient
-
-    exc = aiohttp.ClientOSError(None, "Can not write request body")
-    exc.__cause__ = aiohttp.ClientConnectionResetError("Cannot write to closing transport")
-    return bool(OpenAIClient._stale(exc))
-
-
 pytest_plugins = ["pytester"]
-pytestmark = [
-    pytest.mark.llamacpp,
-    pytest.mark.xfail(
-        not _client_retries_closed_connections(), strict=False,
-        reason="the client does not yet resend requests on connections llama.cpp closed",
-    ),
-]
+pytestmark = [pytest.mark.llamacpp]
 
 ALIAS = "tiny"
 ISL, OSL = 128, 128
