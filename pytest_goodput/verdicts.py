@@ -3,10 +3,11 @@
 A metric *regressed* only when its change is both practically significant (the point
 estimate is worse than the tolerance) and statistically significant (the confidence
 interval of the relative change lies entirely on the worse side of zero). The interval
-combines within-run noise (requests) with run-to-run noise (machine state), the latter
-estimated from the baseline history and shrunk towards a documented default. Runs of
-one spec replay one schedule, so with ``paired=True`` request i of every run is compared
-with request i of the others (a paired bootstrap over request indices).
+combines within-run noise (requests, from ``intervals``) with run-to-run noise (machine
+state), the latter estimated from the baseline history and shrunk towards a documented
+default. Runs of one spec replay one schedule, so with ``paired=True`` request i of
+every run is compared with request i of the others (a paired bootstrap over request
+indices).
 ``docs/statistics.md`` gives every formula and the measurements behind the defaults.
 """
 
@@ -19,10 +20,9 @@ from typing import Iterable, Literal, Optional, Sequence
 import numpy as np
 
 from . import stats
+from .intervals import Kind, finite, latencies, paired_half_widths, rate_column, unpaired_interval
 from .outcome import MetricComparison
 from .results import Samples
-
-Kind = Literal["proportion", "rate", "percentile", "mean"]
 
 #: Two-sided confidence of the interval of the relative change (one-sided α = 0.5 %).
 CONFIDENCE = 0.99
@@ -34,7 +34,6 @@ DEFAULT_RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percent
 DEFAULT_RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.035}
 #: Weight of that prior, in pseudo-runs (degrees of freedom).
 PRIOR_RUNS = 3.0
-BOOTSTRAP_RESAMPLES = 2000
 _UNBOUNDED = 1e9
 
 
@@ -101,37 +100,8 @@ def default_run_cv(path: str) -> float:
     return DEFAULT_RUN_CV[kind]
 
 
-def _finite(v: Optional[float]) -> bool:
-    return v is not None and math.isfinite(v)
-
-
-def _rate_column(s: Samples, path: str) -> Optional[np.ndarray]:
-    """Per-request contributions x_i to a rate metric (rate = Σx / window)."""
-    ok = np.asarray(s.ok, dtype=bool)
-    if path.startswith("goodput."):
-        if s.good is None:
-            return None
-        mask = np.asarray(s.good, dtype=bool) & ok
-    else:
-        mask = ok
-    out = np.asarray(s.output_tokens, dtype=float)
-    if path.endswith("requests_per_s"):
-        x = np.ones(len(mask))
-    elif path.endswith("total_tokens_per_s"):
-        x = out + np.asarray([p or 0 for p in s.prompt_tokens], dtype=float)
-    else:
-        x = out
-    return np.where(mask, x, 0.0)
-
-
-def _latencies(s: Samples, path: str) -> np.ndarray:
-    col = getattr(s, path.split(".")[1])
-    vals = [v for v, ok in zip(col, s.ok) if ok and _finite(v)]
-    return np.sort(np.asarray(vals, dtype=float))
-
-
 def _window(s: Samples) -> Optional[float]:
-    return s.window_s if _finite(s.window_s) else None
+    return s.window_s if finite(s.window_s) else None
 
 
 def metric_value(samples: Samples, path: str) -> Optional[float]:
@@ -147,11 +117,11 @@ def metric_value(samples: Samples, path: str) -> Optional[float]:
             return None
         return sum(bool(g) and bool(o) for g, o in zip(samples.good, samples.ok)) / len(samples.ok)
     if kind == "rate":
-        x, w = _rate_column(samples, path), _window(samples)
+        x, w = rate_column(samples, path), _window(samples)
         if x is None or w is None:
             return None
         return float(x.sum()) / w if w > 0 else 0.0
-    xs = _latencies(samples, path)
+    xs = latencies(samples, path)
     if xs.size == 0:
         return None
     if kind == "mean":
@@ -185,64 +155,6 @@ def _geomean(runs: Sequence[Samples], path: str) -> Optional[float]:
     return math.exp(math.fsum(math.log(v) for v in vals if v is not None) / len(vals))
 
 
-def _log(x: float) -> float:
-    if x == math.inf:
-        return math.inf
-    return math.log(x) if x > 0 else -math.inf
-
-
-# --- within-run intervals of the contrast (analysis scale) -----------------------------
-
-
-def _within(kind: Kind, pct: Optional[float], path: str, direction: str, cur: Samples,
-            base: Samples, b_val: float, conf: float, seed: int) -> tuple[float, float, str]:
-    """Interval of the contrast from request-level noise only.
-
-    Scale: relative difference for proportions, log-ratio for everything else.
-    """
-    if kind == "proportion":
-        kc, nc = _counts(cur)
-        kb, nb = _counts(base)
-        lo, hi = stats.newcombe_interval(kc, nc, kb, nb, conf)
-        return lo / b_val, hi / b_val, "newcombe"
-    if kind == "percentile":
-        xc, xb = _latencies(cur, path), _latencies(base, path)
-        assert pct is not None
-        qc = stats.quantile_interval(xc, min(pct, 99.999), conf)
-        qb = stats.quantile_interval(xb, min(pct, 99.999), conf)
-        # Too few samples to bound a side: the bounds that only decide "improved"
-        # (current upper, baseline lower) are truncated at the sample extreme so the
-        # interval stays finite; the ones that decide "regressed" stay unbounded.
-        if direction == "lower":
-            qc, qb = (qc[0], min(qc[1], float(xc[-1]))), (max(qb[0], float(xb[0])), qb[1])
-        else:
-            qc, qb = (max(qc[0], float(xc[0])), qc[1]), (qb[0], min(qb[1], float(xb[-1])))
-        d = _log(metric_value(cur, path) or 0.0) - _log(b_val)
-        lc, uc, lb, ub = _log(qc[0]), _log(qc[1]), _log(qb[0]), _log(qb[1])
-        yc, yb = d + _log(b_val), _log(b_val)
-        lo = d - math.hypot(yc - lc, ub - yb)  # MOVER: Newcombe's rule on the log scale
-        hi = d + math.hypot(uc - yc, yb - lb)
-        return lo, hi, "order-statistic"
-    if kind == "rate":
-        xc, xb = _rate_column(cur, path), _rate_column(base, path)
-        assert xc is not None and xb is not None
-        wc, wb = cur.window_s, base.window_s
-
-        def stat_c(a: np.ndarray) -> np.ndarray:
-            return a.sum(axis=-1) / wc
-
-        lo, hi = stats.bootstrap_ratio_interval(
-            xc, xb, stat_c, confidence=conf, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed
-        )
-        # stat_c divides both sides by wc; restore the baseline's own window.
-        return _log(lo * wb / wc), _log(hi * wb / wc), "bootstrap"
-    lo, hi = stats.bootstrap_ratio_interval(
-        _latencies(cur, path), _latencies(base, path), lambda a: a.mean(axis=-1),
-        confidence=conf, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed,
-    )
-    return _log(lo), _log(hi), "bootstrap"
-
-
 def pairable(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]) -> bool:
     """Whether request i of every run can stand next to request i of the others.
 
@@ -251,64 +163,6 @@ def pairable(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]) 
     """
     sizes = {len(s.ok) for s in (*baseline_runs, *current_runs)}
     return len(sizes) == 1 and sizes.pop() > 0
-
-
-def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
-                 idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One run's (numerator, denominator) of the metric on every index resample."""
-    ok = np.asarray(s.ok, dtype=bool)
-    if kind == "proportion":
-        good = np.asarray(s.good or [False] * len(ok), dtype=bool) & ok
-        return good[idx].sum(axis=-1).astype(float), np.full(idx.shape[0], float(idx.shape[1]))
-    if kind == "rate":
-        x = _rate_column(s, path)
-        assert x is not None
-        return x[idx].sum(axis=-1), np.full(idx.shape[0], s.window_s)
-    col = np.asarray([v if (o and _finite(v)) else math.nan
-                      for v, o in zip(getattr(s, path.split(".")[1]), s.ok)], dtype=float)[idx]
-    if kind == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.nanmean(col, axis=-1), np.ones(idx.shape[0])
-    assert pct is not None
-    return stats.nearest_rank_rows(col, pct), np.ones(idx.shape[0])
-
-
-def _paired_group(kind: Kind, pct: Optional[float], path: str, runs: Sequence[Samples],
-                  idx: np.ndarray) -> np.ndarray:
-    """The group's value per resample: pooled for sums and counts, geometric mean otherwise."""
-    rows = [_paired_rows(kind, pct, path, s, idx) for s in runs]
-    if kind in ("proportion", "rate"):
-        return sum(r[0] for r in rows) / sum(r[1] for r in rows)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.exp(np.mean([np.log(r[0]) for r in rows], axis=0))
-
-
-def _within_paired(kind: Kind, pct: Optional[float], path: str, base_runs: Sequence[Samples],
-                   cur_runs: Sequence[Samples], d: float, b_val: float, conf: float,
-                   seed: int) -> Optional[tuple[float, float]]:
-    """Half-widths (below, above d) of the contrast from a paired bootstrap over request indices.
-
-    One index resample is applied to every run, so what request i costs in the workload
-    cancels between the sides; what is left is how differently the runs served it.
-    None when a resample has no value (e.g. no successful request drawn).
-    """
-    parts = []
-    for idx in stats.paired_index_chunks(len(base_runs[0].ok), BOOTSTRAP_RESAMPLES, seed):
-        b = _paired_group(kind, pct, path, base_runs, idx)
-        c = _paired_group(kind, pct, path, cur_runs, idx)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            parts.append((c - b) / b_val if kind == "proportion" else np.log(c / b))
-    reps = np.concatenate(parts)
-    if not np.all(np.isfinite(reps)):
-        return None
-    alpha = 1.0 - conf
-    lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return max(0.0, d - float(lo)), max(0.0, float(hi) - d)
-
-
-def _counts(s: Samples) -> tuple[int, int]:
-    good = s.good or []
-    return sum(bool(g) and bool(o) for g, o in zip(good, s.ok)), len(s.ok)
 
 
 def _run_value(kind: Kind, s: Samples, path: str, b_val: float) -> Optional[float]:
@@ -400,8 +254,8 @@ def compare_metric(
     base_s, cur_s = _pooled(baseline_runs, defn.path), _pooled(current_runs, defn.path)
     b_val = metric_value(base_s, defn.path) if base_s is not None else None
     c_val = metric_value(cur_s, defn.path) if cur_s is not None else None
-    b_val = b_val if _finite(b_val) else None
-    c_val = c_val if _finite(c_val) else None
+    b_val = b_val if finite(b_val) else None
+    c_val = c_val if finite(c_val) else None
     if b_val is None and c_val is None:
         return _result(defn, "pass", note="not measured in baseline nor current run")
     if b_val is None:
@@ -426,7 +280,7 @@ def compare_metric(
         1.0 / len(current_runs) + 1.0 / len(baseline_runs)
     )
     d = change if kind == "proportion" else math.log(c_val / b_val)
-    pooled_d = d
+    pooled_c, pooled_d = c_val, d
     if kind in ("percentile", "mean") and max(len(baseline_runs), len(current_runs)) > 1:
         # A percentile of pooled runs is a mixture's tail, dominated by the slowest run;
         # the run-to-run term models the mean of per-run values, so centre on that.
@@ -436,13 +290,13 @@ def compare_metric(
             change, d = c_val / b_val - 1.0, math.log(c_val / b_val)
     halves = None
     if paired and pairable(baseline_runs, current_runs):
-        halves = _within_paired(kind, pct, defn.path, baseline_runs, current_runs, d,
-                                b_val, confidence, seed)
+        halves = paired_half_widths(kind, pct, defn.path, baseline_runs, current_runs, d,
+                                    b_val, confidence, seed)
     if halves is not None:
         a_lo, a_hi, method = halves[0], halves[1], "paired bootstrap"
     else:
-        lo_w, hi_w, method = _within(
-            kind, pct, defn.path, defn.direction, cur_s, base_s, b_val, confidence, seed
+        lo_w, hi_w, method = unpaired_interval(
+            kind, pct, defn.path, defn.direction, cur_s, base_s, pooled_c, b_val, confidence, seed
         )
         a_lo, a_hi = pooled_d - lo_w, hi_w - pooled_d  # within-run half-widths
     lo = d - math.hypot(a_lo, hb) if not math.isnan(a_lo) else -math.inf
