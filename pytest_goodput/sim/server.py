@@ -24,6 +24,7 @@ import zlib
 from typing import Any, Optional
 
 from . import openai
+from .metrics import metrics_registry
 from .model import EngineModel, RequestTooLong, draw_output_length
 from .profile import SimProfile, SimProfileError, add_profile_arguments, profile_from_env_and_args
 
@@ -261,7 +262,7 @@ def build_app(engine: SimEngine) -> Any:
     from starlette.routing import Route
 
     name = engine.profile.model_name
-    registry = _metrics_registry(engine)
+    registry = metrics_registry(engine)
 
     async def generate(request: Any, chat: bool) -> Any:
         try:
@@ -308,44 +309,6 @@ def build_app(engine: SimEngine) -> Any:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/models", models), Route("/health", health), Route("/metrics", metrics),
     ])
-
-
-def _metrics_registry(engine: SimEngine) -> Any:
-    """vLLM-named gauges and counters read from the model at scrape time (no per-token cost)."""
-    from prometheus_client import CollectorRegistry
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-    m = engine.model
-    gauges = (
-        ("vllm:num_requests_running", "Sequences in the running batch.", lambda: m.num_running),
-        ("vllm:num_requests_waiting", "Requests waiting to be scheduled.", lambda: m.num_waiting),
-        ("vllm:kv_cache_usage_perc", "KV-cache usage, 0..1.", lambda: m.kv_usage),
-    )
-    counters = (
-        ("vllm:num_preemptions", "Preemptions (recompute).", lambda: m.preemptions_total),
-        ("vllm:generation_tokens", "Generated tokens.", lambda: m.generation_tokens_total),
-        ("vllm:prompt_tokens", "Prefilled prompt tokens.", lambda: m.prompt_tokens_total),
-        ("vllm:prefix_cache_queries", "Prompt tokens looked up.", lambda: m.prefix_cache_queries_total),
-        ("vllm:prefix_cache_hits", "Prompt tokens found cached.", lambda: m.prefix_cache_hits_total),
-        ("goodput_sim:steps", "Engine steps.", lambda: m.steps_total),
-        ("goodput_sim:injected_errors", "Requests failed by error_rate.", lambda: engine.errors_injected),
-        ("goodput_sim:refused", "Requests refused by max_queue.", lambda: engine.refused),
-        ("goodput_sim:dropped_streams", "Streams cut by drop_prob.", lambda: engine.drops),
-        ("goodput_sim:stalled_streams", "Streams stalled by stall_prob.", lambda: engine.stalls),
-    )
-
-    class _Collector:
-        def collect(self) -> Any:
-            lbl = [engine.profile.model_name]
-            for family, table in ((GaugeMetricFamily, gauges), (CounterMetricFamily, counters)):
-                for name, doc, read in table:
-                    metric = family(name, doc, labels=["model_name"])
-                    metric.add_metric(lbl, read())
-                    yield metric
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector())  # type: ignore[arg-type]
-    return registry
 
 
 def build_parser() -> argparse.ArgumentParser:
