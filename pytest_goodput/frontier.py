@@ -11,7 +11,7 @@ tolerance beyond noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict

@@ -2,8 +2,6 @@
 
 import asyncio
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -14,19 +12,6 @@ from pytest_goodput.loadgen import drive, run_scenario
 from pytest_goodput.selfcheck import LOOP_LAG_P99_MS, judge, send_lag_limit_ms
 from pytest_goodput.spec import ScenarioSpec
 
-SIM = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
-
-
-@pytest.fixture(scope="module")
-def sim_url():
-    proc = subprocess.Popen([sys.executable, "-c", SIM, "--port", "0"], stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 class FakeClient:

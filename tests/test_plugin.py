@@ -114,7 +114,7 @@ def test_attach_compare_new_then_pass_then_unused(pytester, sim_url):
 
 
 def test_regression_fails_with_readable_message(pytester, sim_url, slow_sim_url):
-    write_test(pytester, f"""
+    write_test(pytester, """
 @pytest.mark.goodput(scenario="concurrency", concurrency=4, requests=60, isl=16, osl=16)
 def test_closed_loop():
     pass

@@ -2,8 +2,6 @@
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -16,19 +14,6 @@ from pytest_goodput.selfcheck import WorkerStats, judge_workers
 from pytest_goodput.shard import ShardError, count_owned, effective_workers, owned, plan_run, split
 from pytest_goodput.spec import ScenarioSpec
 
-SIM = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
-
-
-@pytest.fixture(scope="module")
-def sim_url():
-    proc = subprocess.Popen([sys.executable, "-c", SIM, "--port", "0"], stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 # --- pure parts -------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """Workloads: length distributions, prompt construction, dataset loaders and their errors."""
 
 import json
-import math
 
 import numpy as np
 import pytest

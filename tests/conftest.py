@@ -1,0 +1,23 @@
+"""Shared fixtures of the project's own tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+SIM = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    """A default simulator in its own process, for one test module (tests may override)."""
+    proc = subprocess.Popen([sys.executable, "-c", SIM, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
