@@ -33,6 +33,7 @@ class GoodputHarness:
         self.spec: Optional[ScenarioSpec] = None
         self.measurement: Optional[Measurement] = None
         self.engine: Optional[Engine] = None
+        self.remeasured_because: list[str] = []
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
         args = {**self._marker_args, **overrides}
@@ -67,6 +68,13 @@ class GoodputHarness:
             )
         self.spec = self._spec(overrides)
         self.measurement = self._measure(self.spec, engine)
+        reasons = [r for run in self.measurement.runs for r in run.client.reasons]
+        if reasons and self.measurement.kind == "runs":
+            # The client, not the server, set the pace: that run says nothing about the
+            # engine. A passing hiccup on a shared machine should not fail the gate, so
+            # measure once more; a second invalid run fails with its reasons.
+            self.remeasured_because = reasons
+            self.measurement = self._measure(self.spec, engine)
         return self.measurement.result
 
     def measure(self, engine: Optional[Engine] = None, **overrides: Any) -> Measurement:

@@ -220,6 +220,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     for name, value in outcome.key_metrics.items():
         item.user_properties.append((f"goodput.{name}", value))
     item.user_properties.append(("goodput.status", outcome.status))
+    if harness.remeasured_because:
+        item.user_properties.append(
+            ("goodput.remeasured_because", "; ".join(harness.remeasured_because)))
     if session.fails(outcome):
         from .report.terminal import failure_message
 
