@@ -41,7 +41,8 @@ def lookup(result: RunResult, path: str) -> Optional[float]:
 
 
 def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
-    return {p: lookup(result, p) for p in KEY_METRICS if lookup(result, p) is not None}
+    values = {p: lookup(result, p) for p in KEY_METRICS}
+    return {p: v for p, v in values.items() if v is not None}
 
 
 def default_gate(spec: ScenarioSpec) -> tuple[str, ...]:
@@ -58,23 +59,25 @@ def default_gate(spec: ScenarioSpec) -> tuple[str, ...]:
     return gated + ("metrics.ttft_ms.p99", "metrics.tpot_ms.p99")
 
 
-def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -> list:
-    """The gated metrics with their direction and tolerance.
+def tolerance_for(
+    spec: ScenarioSpec, path: str, default_tolerance: Optional[float], fallback: float
+) -> float:
+    """``tolerances[path]`` > marker ``tolerance`` > command line / ini > ``fallback``."""
+    for tol in (spec.tolerances.get(path), spec.tolerance, default_tolerance):
+        if tol is not None:
+            return tol
+    return fallback
 
-    Tolerance precedence: ``tolerances[metric]`` > marker ``tolerance`` > command line / ini
-    (``default_tolerance``) > the metric's own default.
-    """
+
+def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -> list:
+    """The gated metrics with their direction and tolerance (see :func:`tolerance_for`)."""
     from .verdicts import DEFAULT_METRICS, MetricDef
 
     defs = []
     for path in spec.gate or default_gate(spec):
         base = DEFAULT_METRICS.get(path)
         direction = base.direction if base else ("lower" if "_ms" in path else "higher")
-        tol = spec.tolerances.get(path)
-        if tol is None:
-            tol = spec.tolerance if spec.tolerance is not None else default_tolerance
-        if tol is None:
-            tol = base.tolerance if base else 0.05
+        tol = tolerance_for(spec, path, default_tolerance, base.tolerance if base else 0.05)
         defs.append(MetricDef(path=path, direction=direction, tolerance=tol))
     return defs
 

@@ -13,7 +13,7 @@ from typing import Optional
 from . import baseline as store
 from .engine import Engine
 from .fingerprint import collect
-from .gate import build_outcome, fails
+from .gate import build_outcome, fails, tolerance_for
 from .outcome import TestOutcome
 from .results import Samples
 from .runner import Measurement, measurement_metrics
@@ -130,10 +130,7 @@ class GoodputSession:
         return outcome
 
     def _tolerance(self, spec: ScenarioSpec, metric: str) -> float:
-        t = spec.tolerances.get(metric, spec.tolerance)
-        if t is None:
-            t = self.settings.tolerance
-        return t if t is not None else 0.05
+        return tolerance_for(spec, metric, self.settings.tolerance, 0.05)
 
     def _shape_comparisons(
         self, spec: ScenarioSpec, m: Measurement, base: Optional[store.BaselineFile]
