@@ -37,8 +37,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_goodput.client import OpenAIClient, RawExchange, RequestPlan, run  # noqa: E402
-from pytest_goodput.record import parse_stream, to_record  # noqa: E402
+from pytest_goodput.load.client import OpenAIClient, run
+from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.record import parse_stream, to_record
 
 TTFT_MS, ITL_MS, TOKENS = 50.0, 10.0, 128
 

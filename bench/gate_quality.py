@@ -34,11 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from pytest_goodput.results import Samples
+from pytest_goodput.judge.verdicts import (
+    CONFIDENCE,
+    DEFAULT_METRICS,
+    compare_metric,
+    metric_value,
+)
+from pytest_goodput.schema.results import Samples
 from pytest_goodput.sim.model import SimRequest, simulate
 from pytest_goodput.sim.profile import SimProfile
 from pytest_goodput.stats import wilson_interval
-from pytest_goodput.verdicts import CONFIDENCE, DEFAULT_METRICS, compare_metric, metric_value
 
 ARMS = ("A/A", "A/B goodput", "A/B ttft")
 RULES = ("gate", "naive")

@@ -1,7 +1,7 @@
 """Run-to-run spread of the embedded simulator in real time, and the gate on real runs.
 
 Runs one server scenario end to end (``python -m pytest_goodput sim`` started by
-:func:`pytest_goodput.engine.simulator`, driven by :func:`pytest_goodput.runner.measure`),
+:func:`pytest_goodput.engines.engine.simulator`, driven by :func:`pytest_goodput.run.runner.measure`),
 same spec and seed every time, in four groups:
 
 * ``fresh``: a new simulator process per run, at ``--rate`` (the gate bench's operating point);
@@ -11,8 +11,8 @@ same spec and seed every time, in four groups:
   ``--slowdown`` (A/B changes).
 
 It prints each group's per-metric run-to-run CV (SD / mean of the per-run values), then
-feeds real runs through the gate (:func:`pytest_goodput.verdicts.compare` with
-:func:`pytest_goodput.gate.metric_defs`): A/A = each ``fresh`` run against ``--history``
+feeds real runs through the gate (:func:`pytest_goodput.judge.verdicts.compare` with
+:func:`pytest_goodput.judge.judge.metric_defs`): A/A = each ``fresh`` run against ``--history``
 other runs at ``--rate``, A/B = each ``slowed`` run against every ``--history``-run window
 of them. Runs are judged paired (``compare(..., paired=True)``): they replay one schedule. These trials share runs, so they are not independent: they confirm the
 virtual-time bench (``bench/gate_quality.py``), they do not replace it.
@@ -31,14 +31,15 @@ import json
 import math
 import os
 import time
+
 import numpy as np
 
-from pytest_goodput.engine import simulator
-from pytest_goodput.gate import metric_defs
-from pytest_goodput.results import Samples
-from pytest_goodput.runner import measure
-from pytest_goodput.spec import ScenarioSpec
-from pytest_goodput.verdicts import compare, metric_value
+from pytest_goodput.engines.engine import simulator
+from pytest_goodput.judge.judge import metric_defs
+from pytest_goodput.judge.verdicts import compare, metric_value
+from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.spec import ScenarioSpec
 
 METRICS = (
     "goodput.requests_per_s",

@@ -33,12 +33,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_goodput import client as client_mod  # noqa: E402
-from pytest_goodput import loadgen, shard  # noqa: E402
-from pytest_goodput.record import to_record  # noqa: E402
-from pytest_goodput.schedule import mean_rate, open_loop_schedule  # noqa: E402
-from pytest_goodput.selfcheck import SelfCheck  # noqa: E402
-from pytest_goodput.spec import ScenarioSpec  # noqa: E402
+from pytest_goodput.load import client as client_mod
+from pytest_goodput.load import drive as loadgen
+from pytest_goodput.load import shard
+from pytest_goodput.load.schedule import mean_rate, open_loop_schedule
+from pytest_goodput.load.selfcheck import SelfCheck
+from pytest_goodput.measure.record import to_record
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def pct(values: list[float], p: float) -> float:

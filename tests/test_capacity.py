@@ -8,15 +8,15 @@ from typing import Callable, Optional
 
 import pytest
 
-from pytest_goodput.capacity import (
+from pytest_goodput.judge.capacity import capacity_comparison
+from pytest_goodput.run.capacity import (
     MAX_PROBES,
     Probe,
     bracket,
-    capacity_comparison,
     plan_next_rate,
     search,
 )
-from pytest_goodput.results import (
+from pytest_goodput.schema.results import (
     ClientHealth,
     Distribution,
     Goodput,
@@ -25,7 +25,7 @@ from pytest_goodput.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.spec import ScenarioSpec
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def cap_spec(**kw: object) -> ScenarioSpec:
@@ -297,8 +297,8 @@ def test_capacity_search_on_a_slowed_simulator() -> None:
     machine still sends on schedule. A probe the client could not keep up with stops the
     search; such a run says nothing about the engine, so the test is skipped, not failed.
     """
-    from pytest_goodput.engine import simulator
-    from pytest_goodput.runner import measure
+    from pytest_goodput.engines.engine import simulator
+    from pytest_goodput.run.runner import measure
 
     spec = cap_spec(rate=2.0, ttft_ms=600.0, tpot_ms=80.0, osl=32, requests=None, timeout_s=5.0,
                     duration_s=2.5, capacity_resolution=0.2)

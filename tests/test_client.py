@@ -15,16 +15,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from refserver import RefServer, serve_in_thread  # noqa: E402
 
-from pytest_goodput.client import (  # noqa: E402
+from pytest_goodput.load.client import (
     OpenAIClient,
-    RawExchange,
-    RequestPlan,
     check_reachable,
     new_event_loop,
-    normalize_base_url,
     run,
 )
-from pytest_goodput.record import to_record  # noqa: E402
+from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.record import to_record
+from pytest_goodput.schema.endpoint import normalize_base_url
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,9 @@ import asyncio
 import json
 from time import perf_counter
 
-from pytest_goodput.client import OpenAIClient, RequestPlan, run
-from pytest_goodput.record import to_record
+from pytest_goodput.load.client import OpenAIClient, run
+from pytest_goodput.measure.exchange import RequestPlan
+from pytest_goodput.measure.record import to_record
 
 EVENTS = [
     {"id": "cmpl-1", "choices": [{"index": 0, "text": "hi"}]},
@@ -58,7 +59,7 @@ def test_llamacpp_style_closed_connection_counts_as_stale():
     next write fails with errno None, caused by a ConnectionResetError; it is resent."""
     import aiohttp
 
-    from pytest_goodput.client import OpenAIClient
+    from pytest_goodput.load.client import OpenAIClient
 
     exc = aiohttp.ClientOSError(None, "Can not write request body")
     exc.__cause__ = aiohttp.ClientConnectionResetError("Cannot write to closing transport")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pytest_goodput.cli import main
-from pytest_goodput.metrics import summarize
-from pytest_goodput.results import ClientHealth, RequestRecord
-from pytest_goodput.spec import build_spec
+from pytest_goodput.measure.metrics import summarize
+from pytest_goodput.schema.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.spec import build_spec
 
 SPEC = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400})
 

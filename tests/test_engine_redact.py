@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_goodput.engine import redact
+from pytest_goodput.engines.engine import redact
 
 
 def test_redact_api_key_value_flags_env_and_url(monkeypatch):

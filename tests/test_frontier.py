@@ -9,19 +9,22 @@ from typing import Any, Optional
 
 import pytest
 
-from pytest_goodput.frontier import (
-    FrontierPoint,
-    compare_frontiers,
+from pytest_goodput.judge.frontier import compare_frontiers, ratio_interval
+from pytest_goodput.judge.frontier_noise import (
+    noise_by_load,
+    relative_half_width,
+    throughput_interval,
+)
+from pytest_goodput.measure.frontier import (
     max_throughput_under_slo,
     nearest_rank,
     pareto_frontier,
     point_from_result,
-    ratio_interval,
     step_lookup,
     step_polyline,
 )
-from pytest_goodput.frontier_noise import noise_by_load, relative_half_width, throughput_interval
-from pytest_goodput.results import (
+from pytest_goodput.schema.frontier import FrontierPoint
+from pytest_goodput.schema.results import (
     ClientHealth,
     Distribution,
     Goodput,
@@ -32,7 +35,7 @@ from pytest_goodput.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.spec import ScenarioSpec
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def pt(x: Optional[float], y: Optional[float], load: float = 1.0, **kw: Any) -> FrontierPoint:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from pytest_goodput.cli import main
-from pytest_goodput.metrics import summarize
-from pytest_goodput.outcome import TestOutcome as Outcome
+from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.report import plot as plot_mod
-from pytest_goodput.results import ClientHealth, RequestRecord, RunResult
-from pytest_goodput.spec import ScenarioSpec
+from pytest_goodput.schema.outcome import TestOutcome as Outcome
+from pytest_goodput.schema.results import ClientHealth, RequestRecord, RunResult
+from pytest_goodput.schema.spec import ScenarioSpec
 
 N, TOKENS = 20, 11
 
@@ -49,7 +49,7 @@ def write_runs(path: Path, runs: list[RunResult]) -> Path:
 
 
 def session_doc(path: Path, runs: list[RunResult], keep_runs: bool = True) -> Path:
-    from pytest_goodput.frontier import pareto_frontier, point_from_result
+    from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 
     points = [point_from_result(r) for r in runs]
     sweep = Outcome(
@@ -147,7 +147,7 @@ def test_tolerance_flag_changes_the_verdict(tmp_path: Path, capsys) -> None:
 
 
 def test_baseline_store_file_is_accepted(tmp_path: Path, capsys) -> None:
-    from pytest_goodput.frontier import pareto_frontier, point_from_result
+    from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 
     front = pareto_frontier([point_from_result(r) for r in sweep_runs(BASE)])
     doc = {"kind": "pytest-goodput-baseline", "schema_version": 1, "nodeid": "t::sweep",

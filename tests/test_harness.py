@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput import harness as harness_mod
-from pytest_goodput.harness import GoodputHarness
-from pytest_goodput.metrics import summarize
-from pytest_goodput.results import ClientHealth, RequestRecord
-from pytest_goodput.runner import Measurement
-from pytest_goodput.session import GoodputSession
-from pytest_goodput.settings import resolve
-from pytest_goodput.spec import build_spec
+from pytest_goodput.measure.metrics import summarize
+from pytest_goodput.plugin import harness as harness_mod
+from pytest_goodput.plugin.harness import GoodputHarness
+from pytest_goodput.plugin.session import GoodputSession
+from pytest_goodput.plugin.settings import resolve
+from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.spec import build_spec
 
 
 def measurement(valid: bool) -> Measurement:

@@ -21,12 +21,13 @@ pytest.importorskip("xllamacpp", reason="needs the llamacpp extra: pip install '
 pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
 
 import pytest_goodput  # noqa: E402
-from pytest_goodput.client import OpenAIClient, RequestPlan, run  # noqa: E402
-from pytest_goodput.engines.launch import LaunchedEngine, launch  # noqa: E402
-from pytest_goodput.engines.prometheus import scrape, server_metrics  # noqa: E402
-from pytest_goodput.engines.tinyllama import DEFAULT_WORDS, write_tiny_llama  # noqa: E402
-from pytest_goodput.record import to_record  # noqa: E402
-from pytest_goodput.results import RequestRecord  # noqa: E402
+from pytest_goodput.engines.launch import LaunchedEngine, launch
+from pytest_goodput.engines.prometheus import scrape, server_metrics
+from pytest_goodput.engines.tinyllama import DEFAULT_WORDS, write_tiny_llama
+from pytest_goodput.load.client import OpenAIClient, run
+from pytest_goodput.measure.exchange import RequestPlan
+from pytest_goodput.measure.record import to_record
+from pytest_goodput.schema.results import RequestRecord
 
 pytestmark = pytest.mark.llamacpp
 

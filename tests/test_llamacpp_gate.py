@@ -31,19 +31,20 @@ pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytes
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
 import pytest_goodput.engines.launch  # noqa: E402,F401
 import pytest_goodput.engines.prometheus  # noqa: E402,F401
-import pytest_goodput.loadgen  # noqa: E402,F401
+import pytest_goodput.judge.verdicts
+import pytest_goodput.load.drive
 import pytest_goodput.report.github  # noqa: E402,F401
 import pytest_goodput.report.markdown  # noqa: E402,F401
 import pytest_goodput.report.terminal  # noqa: E402,F401
-import pytest_goodput.verdicts  # noqa: E402,F401
-from pytest_goodput.engine import Engine, launch  # noqa: E402
-from pytest_goodput.engines.tinyllama import write_tiny_llama  # noqa: E402
-from pytest_goodput.frontier import FrontierComparison, FrontierPoint, compare_frontiers  # noqa: E402
-from pytest_goodput.frontier_noise import sweep_noise  # noqa: E402
-from pytest_goodput.results import RunResult, Samples  # noqa: E402
-from pytest_goodput.runner import Measurement, measure  # noqa: E402
-from pytest_goodput.spec import build_spec  # noqa: E402
-
+from pytest_goodput.engines.engine import Engine, launch
+from pytest_goodput.engines.tinyllama import write_tiny_llama
+from pytest_goodput.judge.frontier import compare_frontiers
+from pytest_goodput.judge.frontier_noise import sweep_noise
+from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.results import RunResult, Samples
+from pytest_goodput.schema.spec import build_spec
 
 pytest_plugins = ["pytester"]
 pytestmark = [pytest.mark.llamacpp]

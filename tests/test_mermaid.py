@@ -14,8 +14,14 @@ from typing import Any, Optional
 
 import pytest
 
-from pytest_goodput.frontier import FrontierPoint
-from pytest_goodput.report.mermaid import mermaid_xychart, nice_ceiling, number, quote, x_labels
+from pytest_goodput.report.mermaid import (
+    mermaid_xychart,
+    nice_ceiling,
+    number,
+    quote,
+    x_labels,
+)
+from pytest_goodput.schema.frontier import FrontierPoint
 
 STR = r'"[^"`\n]*"'
 NUM = r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)"

@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from pytest_goodput.metrics import distribution, is_good, percentile_nearest_rank, summarize
-from pytest_goodput.results import ClientHealth, RequestRecord
-from pytest_goodput.spec import build_spec
+from pytest_goodput.measure.metrics import distribution, is_good, summarize
+from pytest_goodput.schema.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.stats.quantiles import percentile as percentile_nearest_rank
 
 HEALTHY = ClientHealth(valid=True, cpu_utilization=0.1)
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.frontier import FrontierPoint, pareto_frontier, step_lookup
+from pytest_goodput.measure.frontier import pareto_frontier, step_lookup
 from pytest_goodput.report.plot import PlotUnavailable, build_figure, plot_frontiers
+from pytest_goodput.schema.frontier import FrontierPoint
 
 
 def pt(x: float, y: float, load: float = 1.0) -> FrontierPoint:

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+import pytest_goodput.judge.verdicts
+
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
-import pytest_goodput.loadgen  # noqa: F401
+import pytest_goodput.load.drive
 import pytest_goodput.report.github  # noqa: F401
 import pytest_goodput.report.markdown  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401
-import pytest_goodput.runner  # noqa: F401
-import pytest_goodput.verdicts  # noqa: F401
-from pytest_goodput.engine import simulator
+from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]
 
@@ -216,7 +216,7 @@ def test_xdist_workers_refuse_goodput_tests_before_measuring(pytester, sim_url):
 
 def test_collect_only_starts_no_engine(pytester, monkeypatch):
     write_test(pytester, SERVER_TEST)
-    import pytest_goodput.engine as eng
+    import pytest_goodput.engines.engine as eng
 
     def boom(*a, **k):
         raise AssertionError("engine started during collection")

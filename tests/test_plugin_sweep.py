@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-import pytest_goodput.frontier_noise  # noqa: F401  (see test_plugin.py: no C-extension reloads)
-import pytest_goodput.loadgen  # noqa: F401
+import pytest_goodput.judge.frontier_noise
+import pytest_goodput.judge.verdicts
+import pytest_goodput.load.drive
 import pytest_goodput.report.markdown  # noqa: F401
-import pytest_goodput.verdicts  # noqa: F401
-from pytest_goodput.engine import simulator
+from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow

@@ -14,7 +14,12 @@ import pytest
 import report_fixtures as fx
 
 from pytest_goodput.report import markdown as md
-from pytest_goodput.report.markdown import code_span, escape_cell, render_markdown, summary_line
+from pytest_goodput.report.markdown import (
+    code_span,
+    escape_cell,
+    render_markdown,
+    summary_line,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -18,7 +18,11 @@ from pytest_goodput.report import (
     worst_comparison,
 )
 from pytest_goodput.report.progress import Progress
-from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
+from pytest_goodput.report.terminal import (
+    failure_message,
+    render_summary,
+    supports_unicode,
+)
 
 
 def test_number_formats():

@@ -5,10 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from pytest_goodput.schedule import (
-    arrival_offsets, gap_cv, gaps, mean_rate, offsets_from_gaps, open_loop_schedule, warmup_mask,
+from pytest_goodput.load.schedule import (
+    arrival_offsets,
+    gap_cv,
+    gaps,
+    mean_rate,
+    offsets_from_gaps,
+    open_loop_schedule,
+    warmup_mask,
 )
-from pytest_goodput.spec import ScenarioSpec
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def spec(**kw):

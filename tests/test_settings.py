@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.settings import SettingsError, resolve
+from pytest_goodput.plugin.settings import SettingsError, resolve
 
 
 def test_precedence():

@@ -7,14 +7,19 @@ import time
 
 import pytest
 
-from pytest_goodput import shard
-from pytest_goodput.loadgen import run_scenario
-from pytest_goodput.schedule import mean_rate, open_loop_schedule
-from pytest_goodput.selfcheck import WorkerStats, judge_workers
-from pytest_goodput.shard import ShardError, count_owned, effective_workers, owned, plan_run, split
-from pytest_goodput.spec import ScenarioSpec
-
-
+from pytest_goodput.load import shard
+from pytest_goodput.load.scenario import run_scenario
+from pytest_goodput.load.schedule import mean_rate, open_loop_schedule
+from pytest_goodput.load.selfcheck import WorkerStats, judge_workers
+from pytest_goodput.load.shard import (
+    ShardError,
+    count_owned,
+    effective_workers,
+    owned,
+    plan_run,
+    split,
+)
+from pytest_goodput.schema.spec import ScenarioSpec
 
 # --- pure parts -------------------------------------------------------------------------
 
@@ -152,7 +157,7 @@ def _shard_children():
                 cmd = fh.read()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == me and b"pytest_goodput.shard" in cmd:
+        if ppid == me and b"pytest_goodput.load.shard" in cmd:
             out.append(int(pid))
     return sorted(out)
 

@@ -162,8 +162,8 @@ def test_metrics_parse_and_counters_move(sim: Sim) -> None:
 
 
 def test_project_client_measures_the_simulator(sim: Sim) -> None:
-    client_mod = pytest.importorskip("pytest_goodput.client")
-    record_mod = pytest.importorskip("pytest_goodput.record")
+    client_mod = pytest.importorskip("pytest_goodput.load.client")
+    record_mod = pytest.importorskip("pytest_goodput.measure.record")
 
     async def go() -> list:
         async with client_mod.OpenAIClient(sim.url, "goodput-sim") as c:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_goodput.sse import SSEParser, parse_all
+from pytest_goodput.measure.sse import SSEParser, parse_all
 
 ROLE = {"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
 THINK = {"id": "c1", "choices": [{"index": 0, "delta": {"reasoning_content": "hmm é"}}]}

@@ -13,16 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.frontier import (
-    FrontierComparison,
-    FrontierPoint,
-    compare_frontiers,
-    pareto_frontier,
-    point_from_result,
+from pytest_goodput.judge.frontier import compare_frontiers
+from pytest_goodput.judge.frontier_noise import (
+    noise_by_load,
+    relative_half_width,
+    throughput_interval,
 )
-from pytest_goodput.frontier_noise import noise_by_load, relative_half_width, throughput_interval
-from pytest_goodput.runner import Measurement, measure
-from pytest_goodput.spec import ScenarioSpec
+from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
+from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.spec import ScenarioSpec
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +42,7 @@ TOLERANCE = 0.05
 
 def run_sweep(kv_tokens: int = KV_TOKENS) -> Measurement:
     """One sweep on a fresh simulator: baseline and current each get their own engine, as in CI."""
-    from pytest_goodput.engine import simulator
+    from pytest_goodput.engines.engine import simulator
 
     with simulator(kv_capacity_tokens=kv_tokens) as engine:
         m = measure(SPEC, engine)

@@ -8,11 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_goodput import stats
-from pytest_goodput.metrics import summarize
-from pytest_goodput.outcome import MetricComparison
-from pytest_goodput.results import ClientHealth, RequestRecord, Samples
-from pytest_goodput.spec import ScenarioSpec
-from pytest_goodput.verdicts import (
+from pytest_goodput.judge.verdicts import (
     CONFIDENCE,
     DEFAULT_METRICS,
     DEFAULT_RUN_CV,
@@ -27,6 +23,10 @@ from pytest_goodput.verdicts import (
     metric_value,
     pairable,
 )
+from pytest_goodput.measure.metrics import summarize
+from pytest_goodput.schema.outcome import MetricComparison
+from pytest_goodput.schema.results import ClientHealth, RequestRecord, Samples
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def _records() -> list[RequestRecord]:

@@ -5,11 +5,17 @@ import json
 import numpy as np
 import pytest
 
-from pytest_goodput.spec import ScenarioSpec
-from pytest_goodput.workload import (
-    WORDS, WorkloadError, build_workload, index_words, load_dataset, load_tokenizer, sample_lengths,
+from pytest_goodput.load.workload import (
+    WORDS,
+    WorkloadError,
+    build_workload,
+    index_words,
+    load_dataset,
+    load_tokenizer,
+    sample_lengths,
     sample_order,
 )
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def spec(**kw):

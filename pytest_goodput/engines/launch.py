@@ -20,7 +20,13 @@ import threading
 import time
 from typing import IO, Mapping, Optional, Sequence
 
-from .procgroup import kill_group, release_watchdog, start_watchdog, track, untrack
+from pytest_goodput.engines.procgroup import (
+    kill_group,
+    release_watchdog,
+    start_watchdog,
+    track,
+    untrack,
+)
 
 __all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]
 

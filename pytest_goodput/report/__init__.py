@@ -13,8 +13,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.results import RunResult
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..outcome import MetricComparison, TestOutcome
+    from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
 
 #: Test statuses (``TestOutcome.status``) in the order summaries count them.
 STATUSES: tuple[str, ...] = (
@@ -202,8 +205,6 @@ def key_metric_values(outcome: "TestOutcome") -> dict[str, Optional[float]]:
 
 def export_schemas(directory: str | Path) -> list[Path]:
     """Write the JSON Schemas of the results and outcome contracts, for tools that consume them."""
-    from ..outcome import TestOutcome
-    from ..results import RunResult
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,14 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping, Optional
 
-from ..outcome import TestOutcome
-from . import fmt_change, metric_label, sorted_comparisons, sorted_outcomes
-from .terminal import failure_message
+from pytest_goodput.report import (
+    fmt_change,
+    metric_label,
+    sorted_comparisons,
+    sorted_outcomes,
+)
+from pytest_goodput.report.terminal import failure_message
+from pytest_goodput.schema.outcome import TestOutcome
 
 #: GitHub's per-step limit on the step summary file.
 STEP_SUMMARY_LIMIT = 1024 * 1024

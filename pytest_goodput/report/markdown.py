@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
-from ..outcome import VERDICT_SYMBOL, TestOutcome
-from . import (
+from pytest_goodput.report import (
     FAILING,
     STATUSES,
     fmt_change,
@@ -24,6 +23,9 @@ from . import (
     status_counts,
     worst_comparison,
 )
+from pytest_goodput.schema.frontier import FrontierPoint
+from pytest_goodput.schema.outcome import VERDICT_SYMBOL, TestOutcome
+from pytest_goodput.schema.spec import ScenarioSpec
 
 STATUS_EMOJI: dict[str, str] = {
     "passed": "✅", "regressed": "❌", "inconclusive": "⚠️", "new": "🆕",
@@ -159,7 +161,7 @@ MermaidFn = Callable[..., str]
 def _load_mermaid() -> Optional[MermaidFn]:
     """The Mermaid chart renderer, if installed in this version of the package."""
     try:
-        from .mermaid import mermaid_xychart
+        from pytest_goodput.report.mermaid import mermaid_xychart
     except ImportError:
         return None
     return mermaid_xychart
@@ -173,7 +175,6 @@ def _current_points(frontier: dict) -> list:
 def _as_points(raw: Optional[list]) -> Optional[list]:
     if raw is None:
         return None
-    from ..frontier import FrontierPoint
 
     return [FrontierPoint.model_validate(p) if isinstance(p, dict) else p for p in raw]
 
@@ -222,7 +223,6 @@ _ALWAYS_SHOWN = frozenset({"scenario", "rate", "concurrency", "sweep", "requests
 
 def _spec_defaults() -> dict[str, object]:
     """Default values of the spec's fields, in JSON form (a tuple default reads as a list)."""
-    from ..spec import ScenarioSpec
 
     out: dict[str, object] = {}
     for name, field in ScenarioSpec.model_fields.items():

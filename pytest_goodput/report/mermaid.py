@@ -12,7 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Optional
 
-from ..frontier import FrontierPoint, pareto_frontier, step_lookup
+from pytest_goodput.measure.frontier import pareto_frontier, step_lookup
+from pytest_goodput.schema.frontier import FrontierPoint
 
 X_TITLE = "interactivity (tok/s/user)"
 MAX_TEXT = 120
@@ -76,7 +77,7 @@ def mermaid_xychart(
     """The body of a ```` ```mermaid ```` block: one ``line`` per frontier, current first.
 
     Both lines share one x grid (every frontier interactivity, ascending); each value is
-    :func:`~pytest_goodput.frontier.step_lookup` of that frontier there, 0 beyond its right
+    :func:`~pytest_goodput.measure.frontier.step_lookup` of that frontier there, 0 beyond its right
     end (nothing that interactive). Empty frontiers give "" (no chart).
     """
     series: list[tuple[str, list[FrontierPoint]]] = [("current", pareto_frontier(current_frontier))]

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
-from ..frontier import FrontierPoint, pareto_frontier, step_polyline
+from pytest_goodput.measure.frontier import pareto_frontier, step_polyline
+from pytest_goodput.schema.frontier import FrontierPoint
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

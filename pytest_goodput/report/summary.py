@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..results import Distribution, RunResult
+from pytest_goodput.schema.results import Distribution, RunResult
 
 
 def _f(v: Optional[float], digits: int = 1) -> str:

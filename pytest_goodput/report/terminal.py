@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, TextIO
 
-from ..outcome import MetricComparison, SLOOutcome, TestOutcome
-from . import (
+from pytest_goodput.report import (
     NOTEWORTHY,
     STATUSES,
     fmt_change,
@@ -25,6 +24,7 @@ from . import (
     status_counts,
     worst_comparison,
 )
+from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
 
 STATUS_SYMBOL = {
     "passed": "✓", "regressed": "✗", "inconclusive": "?", "new": "+",

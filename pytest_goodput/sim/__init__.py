@@ -5,8 +5,19 @@
 HTTP front end that runs the model in real time (``python -m pytest_goodput sim``).
 """
 
-from .model import EngineModel, SimRequest, StepResult, Timeline, simulate
-from .profile import PRESETS, SimProfile, SimProfileError, profile_from_env_and_args
+from pytest_goodput.sim.model import (
+    EngineModel,
+    SimRequest,
+    StepResult,
+    Timeline,
+    simulate,
+)
+from pytest_goodput.sim.profile import (
+    PRESETS,
+    SimProfile,
+    SimProfileError,
+    profile_from_env_and_args,
+)
 
 __all__ = [
     "EngineModel", "PRESETS", "SimProfile", "SimProfileError", "SimRequest", "StepResult",

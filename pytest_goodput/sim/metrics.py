@@ -7,14 +7,11 @@ Nothing is updated per token: a collector reads the engine's counters when scrap
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .server import SimEngine
+from typing import Any
 
 
-def metrics_registry(engine: SimEngine) -> Any:
-    """vLLM-named gauges and counters read from the model at scrape time (no per-token cost)."""
+def metrics_registry(engine: Any) -> Any:
+    """vLLM-named gauges and counters read from ``engine.model`` at scrape time (no per-token cost)."""
     from prometheus_client import CollectorRegistry
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 

@@ -18,7 +18,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Optional, Sequence
 
-from .profile import SimProfile
+from pytest_goodput.sim.profile import SimProfile
 
 
 class RequestTooLong(ValueError):

@@ -23,10 +23,15 @@ import time
 import zlib
 from typing import Any, Optional
 
-from . import openai
-from .metrics import metrics_registry
-from .model import EngineModel, RequestTooLong, draw_output_length
-from .profile import SimProfile, SimProfileError, add_profile_arguments, profile_from_env_and_args
+from pytest_goodput.sim import openai
+from pytest_goodput.sim.metrics import metrics_registry
+from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
+from pytest_goodput.sim.profile import (
+    SimProfile,
+    SimProfileError,
+    add_profile_arguments,
+    profile_from_env_and_args,
+)
 
 _VOCAB = (
     "the of and to in is was for on that with as by at from it an be this are or which "

@@ -1,0 +1,173 @@
+"""Engines a run measures: attach to a URL, launch a command, or start the simulator.
+
+The three share one handle so fixtures and the CLI treat them alike. API keys are
+referred to by the name of their environment variable and never copied anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from pytest_goodput._version import __version__
+from pytest_goodput.engines.launch import launch as start
+from pytest_goodput.schema.endpoint import normalize_base_url
+
+EngineKind = Literal["attach", "launch", "simulator"]
+
+#: Seconds to wait for a launched engine to answer its health probe.
+DEFAULT_READY_TIMEOUT_S = 300.0
+SIM_READY_TIMEOUT_S = 60.0
+
+
+_SECRET_FLAG = re.compile(r"(--?[\w-]*(?:key|token|secret|password)[\w-]*)(=|\s+)(\S+)", re.I)
+_SECRET_ENV = re.compile(r"\b(\w*(?:KEY|TOKEN|SECRET|PASSWORD)\w*)=(\S+)", re.I)
+_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+
+
+def redact(text: str, api_key_env: Optional[str] = None) -> str:
+    """Remove secrets from text that goes into baselines and reports.
+
+    The API key's value wherever it appears, values of ``--api-key``-like flags and of
+    ``*_KEY=``/``*_TOKEN=`` assignments, and the user-info part of URLs.
+    """
+    secret = os.environ.get(api_key_env) if api_key_env else None
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    text = _SECRET_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    text = _SECRET_ENV.sub(lambda m: f"{m.group(1)}=***", text)
+    return _URL_USERINFO.sub(r"\1***@", text)
+
+
+@dataclass
+class Engine:
+    """A running OpenAI-compatible endpoint; ``close()`` stops what this process started."""
+
+    kind: EngineKind
+    base_url: str
+    model: Optional[str] = None
+    api_key_env: Optional[str] = None
+    provenance: dict[str, str] = field(default_factory=dict)
+    log_path: Optional[str] = None
+    _handle: Any = None
+
+    def resolve_model(self, timeout_s: float = 10.0) -> str:
+        """The model name to request: as configured, else the engine's first listed model."""
+        if self.model:
+            return self.model
+        import httpx
+
+        headers = {}
+        if self.api_key_env and os.environ.get(self.api_key_env):
+            headers["Authorization"] = f"Bearer {os.environ[self.api_key_env]}"
+        try:
+            resp = httpx.get(f"{self.base_url}/models", headers=headers, timeout=timeout_s)
+            resp.raise_for_status()
+            data = resp.json().get("data") or []
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            raise ConnectionError(
+                f"cannot list models at {self.base_url}/models ({type(exc).__name__}); "
+                "name the model with --goodput-model (--model on the command line)"
+            ) from None
+        if not data or not isinstance(data[0], dict) or not data[0].get("id"):
+            raise ConnectionError(
+                f"{self.base_url}/models lists no model; name one with --goodput-model "
+                "(--model on the command line)"
+            )
+        self.model = str(data[0]["id"])
+        return self.model
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def attach(url: str, model: Optional[str] = None, api_key_env: Optional[str] = None) -> Engine:
+    base = normalize_base_url(url)
+    return Engine(
+        kind="attach",
+        base_url=base,
+        model=model,
+        api_key_env=api_key_env,
+        provenance={"engine": "attached", "engine_url": redact(base, api_key_env)},
+    )
+
+
+def launch(
+    command: str | list[str],
+    model: Optional[str] = None,
+    api_key_env: Optional[str] = None,
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+    env: Optional[dict[str, str]] = None,
+) -> Engine:
+    """Start ``command`` (``{port}`` is replaced by a free port) and wait until it is ready."""
+
+    handle = start(command, env=env, ready_timeout_s=ready_timeout_s)
+    argv = command if isinstance(command, list) else shlex.split(command)
+    return Engine(
+        kind="launch",
+        base_url=handle.base_url,
+        model=model,
+        api_key_env=api_key_env,
+        provenance={
+            "engine": os.path.basename(argv[0]) if argv else "?",
+            "engine_cmd": redact(shlex.join(argv), api_key_env),
+        },
+        log_path=str(handle.log_path),
+        _handle=handle,
+    )
+
+
+def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
+    """Start the embedded simulator in its own process; ``knobs`` override its profile.
+
+    Knobs go through ``GOODPUT_SIM_*`` variables so a test can start a deliberately slowed
+    engine (``simulator(slowdown=1.2)``) next to the session's normal one.
+    """
+
+    env = dict(os.environ)
+    for key, value in knobs.items():
+        env[f"GOODPUT_SIM_{key.upper()}"] = str(value)
+    cmd = [sys.executable, "-m", "pytest_goodput", "sim", "--port", "0"]
+    if model:
+        cmd += ["--model", model]
+    handle = start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True)
+    sim_env = {k: v for k, v in env.items() if k.startswith("GOODPUT_SIM_")}
+
+    prov = {"engine": "pytest-goodput-sim", "engine_version": __version__}
+    if sim_env:
+        prov["engine_flags"] = redact(" ".join(f"{k}={v}" for k, v in sorted(sim_env.items())))
+    return Engine(
+        kind="simulator",
+        base_url=handle.base_url,
+        model=model,
+        provenance=prov,
+        log_path=str(handle.log_path),
+        _handle=handle,
+    )
+
+
+def select(
+    *,
+    url: Optional[str],
+    serve: Optional[str],
+    model: Optional[str],
+    api_key_env: Optional[str],
+) -> Engine:
+    """Attach if a URL is given, else launch if a command is given, else the simulator."""
+    if url:
+        return attach(url, model, api_key_env)
+    if serve:
+        return launch(serve, model, api_key_env)
+    return simulator(model)

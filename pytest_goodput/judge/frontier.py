@@ -1,0 +1,127 @@
+"""A new Pareto frontier against a baseline frontier, point by point (pure).
+
+A new frontier regresses where its best throughput at an interactivity at least as high as
+a baseline point's falls below tolerance beyond noise (``docs/frontiers.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Optional
+
+from pytest_goodput.measure.frontier import best_at_or_above, pareto_frontier
+from pytest_goodput.schema.frontier import (
+    FrontierComparison,
+    FrontierPoint,
+    FrontierPointComparison,
+    NoiseFn,
+    Side,
+)
+from pytest_goodput.schema.outcome import Verdict
+
+#: Interactivity slack when matching points: run-to-run noise of a P50 TPOT is ~1 %, so a
+#: twin point within 5 % still serves the baseline point's users.
+DEFAULT_X_TOLERANCE = 0.05
+
+
+def _half_width(noise: Optional[NoiseFn], p: Optional[FrontierPoint], side: Side) -> float:
+    if noise is None or p is None:
+        return 0.0
+    h = noise(p, side)
+    if h is None or not math.isfinite(h) or h < 0:
+        return 0.0
+    return h
+
+
+def ratio_interval(ratio: float, h_current: float, h_baseline: float) -> tuple[float, float]:
+    """Worst-case bounds of current/baseline when each has a relative half-width.
+
+    [r(1-hc)/(1+hb), r(1+hc)/(1-hb)]: interval arithmetic, conservative on purpose (fewer
+    false alarms); the upper bound is infinite when the baseline half-width reaches 1.
+    """
+    lo = ratio * max(0.0, 1.0 - h_current) / (1.0 + h_baseline)
+    hi = ratio * (1.0 + h_current) / (1.0 - h_baseline) if h_baseline < 1.0 else math.inf
+    if ratio == 0.0:
+        hi = 0.0
+    return lo, hi
+
+
+def point_verdict(ratio: float, interval: tuple[float, float], tolerance: float) -> Verdict:
+    """regressed: the whole interval is below 1-tol; inconclusive: only the estimate is;
+    improved: the whole interval is above 1+tol; otherwise pass."""
+    lo, hi = interval
+    if ratio < 1.0 - tolerance:
+        return "regressed" if hi < 1.0 - tolerance else "inconclusive"
+    if lo > 1.0 + tolerance:
+        return "improved"
+    return "pass"
+
+
+def overall_verdict(verdicts: Sequence[Verdict]) -> Verdict:
+    """Worst state wins: regressed > inconclusive > improved > pass; no points is ``new``."""
+    if not verdicts:
+        return "new"
+    for state in ("regressed", "inconclusive", "improved"):
+        if state in verdicts:
+            return state  # type: ignore[return-value]
+    return "pass"
+
+
+def compare_frontiers(
+    baseline: list[FrontierPoint],
+    current: list[FrontierPoint],
+    tolerance: float = 0.05,
+    noise: Optional[NoiseFn] = None,
+    x_tolerance: Optional[float] = None,
+) -> FrontierComparison:
+    """Judge ``current`` at every baseline frontier point (see docs/frontiers.md).
+
+    Interactivity is measured too, so it is noisy: a current point counts as serving a
+    baseline point when its interactivity is at least the baseline's × (1 − ``x_tolerance``)
+    (default: ``tolerance``). Without this, a twin point measured 0.01 % less interactive
+    misses the step lookup and a same-engine rerun is reported as a regression.
+
+    ``noise(point, side)`` gives a point's relative throughput half-width (e.g. from
+    :func:`throughput_interval`); it is asked for each baseline point (side "baseline")
+    and its matched current point (side "current"). Without it, tolerance alone decides.
+    """
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+    x_tol = DEFAULT_X_TOLERANCE if x_tolerance is None else x_tolerance
+    if not 0 <= x_tol < 1:
+        raise ValueError(f"x_tolerance must be in [0, 1), got {x_tol}")
+    base_front = pareto_frontier(baseline)
+    cur_front = pareto_frontier(current)
+    rows: list[FrontierPointComparison] = []
+    for b in base_front:
+        assert b.interactivity is not None and b.throughput is not None
+        c = best_at_or_above(cur_front, b.interactivity * (1.0 - x_tol))
+        if c is None:
+            ratio = 0.0
+        elif b.throughput > 0:
+            ratio = c.throughput / b.throughput  # type: ignore[operator]
+        else:
+            ratio = 1.0  # nothing to lose against a zero baseline
+        interval = ratio_interval(
+            ratio, _half_width(noise, c, "current"), _half_width(noise, b, "baseline")
+        )
+        rows.append(
+            FrontierPointComparison(
+                interactivity=b.interactivity,
+                baseline=b,
+                current=c,
+                ratio=ratio,
+                interval=interval,
+                verdict=point_verdict(ratio, interval, tolerance),
+            )
+        )
+    worst = min(rows, key=lambda r: (r.ratio, r.interactivity)) if rows else None
+    return FrontierComparison(
+        tolerance=tolerance,
+        points=rows,
+        worst=worst,
+        verdict=overall_verdict([r.verdict for r in rows]),
+        baseline_frontier=base_front,
+        current_frontier=cur_front,
+    )

@@ -1,0 +1,87 @@
+"""The load generator's entry point: run one scenario against an OpenAI-compatible server.
+
+Open loop (server, interactive): request ``i`` is sent at the absolute deadline
+``t0 + offset[i]`` of a precomputed, seeded schedule (``schedule.py``), whatever the server
+is doing; an optional concurrency ceiling makes a request wait for a free slot, and that
+wait counts in its send lag. Closed loop (concurrency): N users, each sending its next
+request when its last one ends. Offline: every request at t0 (warm-up first, as a batch of
+its own), optionally capped by a concurrency ceiling. ``docs/scenarios.md`` is the contract.
+
+The hot path only sends and stamps times: prompts are built before the run and raw
+exchanges are parsed into records after it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from pytest_goodput.load.client import OpenAIClient, check_reachable
+from pytest_goodput.load.client import run as run_loop
+from pytest_goodput.load.drive import (
+    REACH_TIMEOUT_S,
+    WARM_CONNECTIONS,
+    ProgressFn,
+    RunOutput,
+    drive,
+    offered_rate,
+    pool_size,
+)
+from pytest_goodput.load.shard import effective_workers, run_sharded
+from pytest_goodput.load.workload import Dataset, load_dataset
+from pytest_goodput.measure.metrics import summarize
+from pytest_goodput.measure.record import to_record
+from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.spec import ScenarioSpec
+
+
+async def _run_in_process(
+    spec: ScenarioSpec, base_url: str, model: str, api_key_env: Optional[str], tokenizer: Any,
+    progress: Optional[ProgressFn], dataset: Optional[Dataset], salt: Optional[int],
+) -> RunOutput:
+    await check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s))
+    async with OpenAIClient(
+        base_url, model, api=spec.api, stream=spec.stream, api_key_env=api_key_env,
+        timeout_s=spec.timeout_s, max_connections=pool_size(spec), ignore_eos=spec.ignore_eos,
+    ) as client:
+        # Connect before the clock starts: a TCP connect inside a timed send is client
+        # time, and would show up as send lag or TTFT.
+        await client.open_connections(min(client.max_connections, WARM_CONNECTIONS))
+        return await drive(spec, client, tokenizer=tokenizer, progress=progress, dataset=dataset,
+                           salt=salt)
+
+
+def run_scenario(
+    spec: ScenarioSpec, base_url: str, model: str, *, api_key_env: Optional[str] = None,
+    tokenizer: Any = None, progress: Optional[ProgressFn] = None,
+    salt: Optional[int] = None,
+) -> RunResult:
+    """Run one scenario (offline, server, interactive or concurrency) and summarize it.
+
+    Raises ``ConnectionError`` when ``base_url`` does not answer within a few seconds,
+    ``WorkloadError`` for an unusable dataset and ``ValueError`` for a spec this load
+    generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
+    a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
+    hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
+    worker processes (``shard.py``; ``ShardError`` when one crashes or hangs).
+    """
+    dataset = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
+    if salt is None:
+        salt = int.from_bytes(os.urandom(3), "big")
+    if effective_workers(spec) > 1:
+        out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+                          progress=progress, dataset=dataset, salt=salt)
+    else:
+        out = run_loop(
+            _run_in_process(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
+        )
+    records = [
+        to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
+                  min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None)
+        for ex in out.exchanges
+    ]
+    load = dict(out.load)
+    rate = offered_rate(out.exchanges)
+    if rate is not None:
+        load["offered_rate"] = rate
+    return summarize(records, spec, out.check.health(), load=load)

@@ -1,0 +1,230 @@
+"""The load generator's check on itself: did the client, rather than the server, set the pace?
+
+A starved client (a busy event loop, a saturated core) sends late and reads chunks late,
+which inflates TTFT and ITL and looks exactly like a server regression. During a run we
+measure three things and judge them against the thresholds documented in
+``docs/scenarios.md``:
+
+* event-loop lag: a monitor task sleeps to absolute deadlines every ``LOOP_TICK_S`` and
+  records how late it woke — the delay any chunk read suffers on top of the network;
+* client send lag: how late each request was written after it was *allowed* to go (its
+  deadline, or the moment a concurrency-ceiling slot freed, whichever is later) — waiting
+  for a slot is the server's doing, not the client's, and is not counted here;
+* CPU utilization: process CPU seconds / wall seconds (all threads, in cores).
+
+A run sharded over worker processes (``shard.py``) judges every worker on its own numbers
+(:func:`judge_workers`): each worker is one event loop on at most one core, so the worst
+worker decides, and the reasons name it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from pytest_goodput.measure.metrics import distribution
+from pytest_goodput.schema.results import ClientHealth
+
+LOOP_TICK_S = 0.005
+#: Open-loop send lag P99 above max(SEND_LAG_FLOOR_MS, SEND_LAG_GAP_FRACTION * mean gap) is invalid.
+SEND_LAG_FLOOR_MS = 10.0
+SEND_LAG_GAP_FRACTION = 0.20
+#: Event-loop lag P99 above this many ms is invalid (chunk timestamps are that late).
+LOOP_LAG_P99_MS = 10.0
+#: Client process CPU at or above this fraction of one core is invalid (the loop is one core).
+CPU_LIMIT = 0.90
+#: Fewer loop-lag samples than this (a very short run) are not judged.
+MIN_LOOP_SAMPLES = 20
+
+
+class LoopLagMonitor:
+    """Sleeps to absolute deadlines ``tick`` apart and records each wake-up's overshoot (ms)."""
+
+    def __init__(self, tick_s: float = LOOP_TICK_S) -> None:
+        self.tick_s = tick_s
+        self.lags_ms: list[float] = []
+        self._task: Optional[asyncio.Task[None]] = None
+
+    async def _run(self) -> None:
+        clock = time.perf_counter
+        deadline = clock()
+        while True:
+            deadline += self.tick_s
+            await asyncio.sleep(max(0.0, deadline - clock()))
+            now = clock()
+            self.lags_ms.append((now - deadline) * 1e3)
+            if now - deadline > self.tick_s:  # fell behind: re-anchor instead of bursting
+                deadline = now
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+
+@dataclass
+class SelfCheck:
+    """Collects the client's own measurements during a run and judges them afterwards."""
+
+    open_loop: bool
+    mean_gap_s: Optional[float] = None
+    monitor: LoopLagMonitor = field(default_factory=LoopLagMonitor)
+    send_lags_ms: list[float] = field(default_factory=list)
+    #: the client's connection-pool size and the most requests it had in flight at once
+    pool_limit: Optional[int] = None
+    peak_in_flight: int = 0
+    _wall0: float = 0.0
+    _cpu0: float = 0.0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def start(self) -> None:
+        """Start the clocks and the loop-lag monitor (call from inside the running loop)."""
+        self._wall0, self._cpu0 = time.perf_counter(), time.process_time()
+        self.monitor.start()
+
+    async def stop(self) -> None:
+        await self.monitor.stop()
+        self.wall_s = time.perf_counter() - self._wall0
+        self.cpu_s = time.process_time() - self._cpu0
+
+    def record_send(self, allowed_at: float, sent_at: Optional[float]) -> None:
+        """Note one request's client send lag: written at ``sent_at``, allowed at ``allowed_at``."""
+        if sent_at is not None:
+            self.send_lags_ms.append(max(0.0, sent_at - allowed_at) * 1e3)
+
+    def stats(self) -> "WorkerStats":
+        """The raw numbers, to ship from a worker process to the parent (picklable)."""
+        return WorkerStats(list(self.send_lags_ms), list(self.monitor.lags_ms), self.cpu_s,
+                           self.wall_s, self.peak_in_flight, self.pool_limit)
+
+    def health(self) -> ClientHealth:
+        return judge(
+            cpu_utilization=self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0,
+            loop_lags_ms=self.monitor.lags_ms,
+            send_lags_ms=self.send_lags_ms,
+            open_loop=self.open_loop,
+            mean_gap_s=self.mean_gap_s,
+            pool_full=self.pool_limit is not None and self.peak_in_flight > self.pool_limit,
+            pool_limit=self.pool_limit,
+        )
+
+
+def send_lag_limit_ms(mean_gap_s: Optional[float]) -> float:
+    """The open-loop send-lag P99 limit: 10 ms, or 20 % of the mean gap when that is larger."""
+    gap_ms = (mean_gap_s or 0.0) * 1e3
+    return max(SEND_LAG_FLOOR_MS, SEND_LAG_GAP_FRACTION * gap_ms)
+
+
+def judge(
+    *, cpu_utilization: float, loop_lags_ms: Sequence[float], send_lags_ms: Sequence[float],
+    open_loop: bool, mean_gap_s: Optional[float] = None, workers: int = 1,
+    pool_full: bool = False, pool_limit: Optional[int] = None,
+) -> ClientHealth:
+    """Pure verdict on the client's measurements; ``reasons`` say what went wrong, in words."""
+    reasons: list[str] = []
+    loop = distribution(loop_lags_ms)
+    send = distribution(send_lags_ms)
+    if loop.count >= MIN_LOOP_SAMPLES and loop.p99 is not None and loop.p99 > LOOP_LAG_P99_MS:
+        reasons.append(
+            f"event-loop lag P99 {loop.p99:.1f} ms > {LOOP_LAG_P99_MS:g} ms: the client read "
+            "responses late, so TTFT/ITL include client delay"
+        )
+    if open_loop and send.p99 is not None:
+        limit = send_lag_limit_ms(mean_gap_s)
+        if send.p99 > limit:
+            reasons.append(
+                f"send lag P99 {send.p99:.1f} ms > {limit:.1f} ms: the client could not send "
+                "on schedule, so the offered load was lower than specified"
+                + (f" (more requests were due than its {pool_limit} connections)" if pool_full else "")
+            )
+    if math.isfinite(cpu_utilization) and cpu_utilization >= CPU_LIMIT:
+        reasons.append(
+            f"client CPU {cpu_utilization:.0%} of a core >= {CPU_LIMIT:.0%}: the load "
+            "generator was saturated"
+        )
+    return ClientHealth(
+        valid=not reasons,
+        reasons=reasons,
+        cpu_utilization=round(cpu_utilization, 4),
+        loop_lag_ms=loop,
+        send_lag_p99_ms=send.p99,
+        workers=workers,
+    )
+
+
+@dataclass
+class WorkerStats:
+    """One worker process's self-check numbers, summed over the phases it ran."""
+
+    send_lags_ms: list[float] = field(default_factory=list)
+    loop_lags_ms: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    peak_in_flight: int = 0
+    pool_limit: Optional[int] = None
+
+    def add(self, other: "WorkerStats") -> None:
+        self.send_lags_ms += other.send_lags_ms
+        self.loop_lags_ms += other.loop_lags_ms
+        self.cpu_s += other.cpu_s
+        self.wall_s += other.wall_s
+        self.peak_in_flight = max(self.peak_in_flight, other.peak_in_flight)
+        self.pool_limit = other.pool_limit if self.pool_limit is None else self.pool_limit
+
+    @property
+    def cpu_utilization(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def judge_workers(
+    stats: Sequence[WorkerStats], *, open_loop: bool, mean_gap_s: Optional[float] = None,
+) -> ClientHealth:
+    """Verdict on a sharded run: each worker judged alone, reasons prefixed with its number.
+
+    ``cpu_utilization`` is the busiest worker's (one loop per worker: a saturated worker
+    skews its share of the requests however idle the others are); the loop-lag
+    distribution and the send-lag P99 are over all workers' samples.
+    """
+    n = len(stats)
+    reasons: list[str] = []
+    for k, st in enumerate(stats, 1):
+        one = judge(
+            cpu_utilization=st.cpu_utilization, loop_lags_ms=st.loop_lags_ms,
+            send_lags_ms=st.send_lags_ms, open_loop=open_loop, mean_gap_s=mean_gap_s,
+            pool_full=st.pool_limit is not None and st.peak_in_flight > st.pool_limit,
+            pool_limit=st.pool_limit,
+        )
+        reasons += [f"worker {k} of {n}: {r}" for r in one.reasons]
+    cpu = max((st.cpu_utilization for st in stats), default=0.0)
+    send = distribution([x for st in stats for x in st.send_lags_ms])
+    return ClientHealth(
+        valid=not reasons,
+        reasons=reasons,
+        cpu_utilization=round(cpu, 4),
+        loop_lag_ms=distribution([x for st in stats for x in st.loop_lags_ms]),
+        send_lag_p99_ms=send.p99,
+        workers=n,
+    )
+
+
+@dataclass
+class ShardCheck:
+    """The self-check of a sharded run: per-worker stats, judged by :func:`judge_workers`."""
+
+    open_loop: bool
+    mean_gap_s: Optional[float]
+    workers: list[WorkerStats]
+
+    def health(self) -> ClientHealth:
+        return judge_workers(self.workers, open_loop=self.open_loop, mean_gap_s=self.mean_gap_s)

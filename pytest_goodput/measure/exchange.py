@@ -1,0 +1,30 @@
+"""One request as planned and as the wire showed it: the raw material of a record (pure data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class RequestPlan:
+    """One request the load schedule wants sent."""
+
+    index: int
+    prompt: str  # completions: the prompt; chat: the user message content
+    prompt_tokens: int | None  # known or approximate prompt length in tokens
+    max_tokens: int  # requested output length
+    scheduled_at: float  # absolute perf_counter() deadline the schedule meant to send at
+    warmup: bool = False
+
+
+@dataclass(slots=True)
+class RawExchange:
+    """What the wire showed for one request, unparsed. Turned into a record by ``to_record``."""
+
+    plan: RequestPlan
+    sent_at: float | None  # perf_counter right before the request bytes are written
+    end_at: float | None  # perf_counter at end of stream / body / failure
+    status: int | None
+    reads: list[tuple[float, bytes]] = field(default_factory=list)  # (perf_counter, bytes)
+    error_kind: str | None = None  # "timeout" | "transport"; the rest is decided in record.py
+    error_detail: str | None = None

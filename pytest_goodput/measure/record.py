@@ -1,0 +1,298 @@
+"""Raw exchange -> :class:`RequestRecord`: every per-request number, computed after the run.
+
+Pure: no I/O. Definitions follow ``docs/metrics.md``:
+
+* an event's time is the time of the read that completed it;
+* a *content chunk* carries non-empty ``choices[].text`` (completions) or
+  ``delta.content`` / ``delta.reasoning_content`` / ``delta.reasoning`` (chat); role-only
+  and empty chunks do not count, so TTFT is never a role-only first chunk;
+* output tokens come from the last ``usage`` object, else a tokenizer over the text,
+  else the number of content chunks (``token_count_source`` says which);
+* TPOT = (t_last - t_first) / (N - 1) for N >= 2;
+* ITL holds one value per token after the first content chunk: each gap between
+  content chunks is divided evenly over the tokens the later chunk carries (see
+  :func:`itl_ms`). When the first chunk carries one token, ``mean(itl) == TPOT``.
+
+A failed request keeps its timestamps, token counts and send lag for diagnosis, but its
+``ttft_ms``/``tpot_ms``/``e2e_ms`` are ``None`` and ``itl_ms`` is empty, so no latency
+statistic can mistake a broken request for a fast one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from pytest_goodput.measure.sse import SSEParser
+from pytest_goodput.schema.results import RequestRecord
+
+if TYPE_CHECKING:
+    from pytest_goodput.measure.exchange import RawExchange
+
+Tokenizer = Callable[[str], int]
+_EXCERPT = 200
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(slots=True)
+class ParsedResponse:
+    """The content-bearing part of a response: what the metrics are computed from."""
+
+    response_id: Optional[str] = None
+    times: list[float] = field(default_factory=list)  # one per content chunk
+    texts: list[str] = field(default_factory=list)
+    usage: Optional[dict[str, Any]] = None
+    problem: Optional[str] = None  # first reason the response is malformed
+
+
+def _excerpt(text: str, limit: int = _EXCERPT) -> str:
+    text = _SPACES.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _choice_text(choice: Any) -> str:
+    if not isinstance(choice, dict):
+        return ""
+    text = choice.get("text")
+    if isinstance(text, str) and text:
+        return text
+    parts = ""
+    for key in ("delta", "message"):
+        body = choice.get(key)
+        if isinstance(body, dict):
+            for name in ("reasoning_content", "reasoning", "content"):
+                value = body.get(name)
+                if isinstance(value, str):
+                    parts += value
+    return parts
+
+
+def _take_event(obj: Any, t: float, out: ParsedResponse) -> Optional[str]:
+    """Fold one decoded JSON object into ``out``; return a problem description if malformed."""
+    if not isinstance(obj, dict):
+        return f"event is not a JSON object: {_excerpt(json.dumps(obj), 80)}"
+    if out.response_id is None and isinstance(obj.get("id"), str):
+        out.response_id = obj["id"]
+    usage = obj.get("usage")
+    if isinstance(usage, dict):
+        out.usage = usage
+    choices = obj.get("choices")
+    if not isinstance(choices, list):
+        if "error" in obj:
+            err = obj["error"]
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            return f"error in response: {_excerpt(str(msg))}"
+        if isinstance(usage, dict):
+            return None  # a usage-only chunk
+        return f"not an OpenAI completion object: {_excerpt(json.dumps(obj), 80)}"
+    text = "".join(_choice_text(c) for c in choices)
+    if text:
+        out.times.append(t)
+        out.texts.append(text)
+    return None
+
+
+def parse_stream(reads: list[tuple[float, bytes]]) -> ParsedResponse:
+    """Parse an SSE body; stops at the first malformed event."""
+    out = ParsedResponse()
+    parser = SSEParser()
+    events = 0
+    last_t = 0.0
+    for t, data in reads:
+        last_t = t
+        for payload in parser.feed(data):
+            events += 1
+            if _stream_payload(payload, t, out):
+                return out
+    for payload in parser.finish():
+        events += 1
+        if _stream_payload(payload, last_t, out):
+            return out
+    if events == 0:
+        body = b"".join(d for _, d in reads)
+        shown = _excerpt(body[:400].decode("utf-8", "replace"))
+        out.problem = f"expected an SSE stream, got: {shown!r}" if body else "empty response body"
+    return out
+
+
+def _stream_payload(payload: str, t: float, out: ParsedResponse) -> bool:
+    """Handle one event payload; True when the stream turned out malformed."""
+    stripped = payload.strip()
+    if stripped == "[DONE]":
+        return False
+    try:
+        obj = json.loads(stripped)
+    except ValueError:
+        out.problem = f"non-JSON event: {_excerpt(stripped, 80)!r}"
+        return True
+    out.problem = _take_event(obj, t, out)
+    return out.problem is not None
+
+
+def parse_body(reads: list[tuple[float, bytes]], t: float) -> ParsedResponse:
+    """Parse a non-streamed JSON response; its content counts as one chunk at time ``t``."""
+    out = ParsedResponse()
+    body = b"".join(d for _, d in reads)
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        shown = _excerpt(body[:400].decode("utf-8", "replace"))
+        out.problem = f"response is not JSON: {shown!r}" if body else "empty response body"
+        return out
+    out.problem = _take_event(obj, t, out)
+    return out
+
+
+def http_error_detail(status: int, reads: list[tuple[float, bytes]]) -> str:
+    """``HTTP <status>: <message>`` from an error body (OpenAI ``error.message`` if present)."""
+    body = b"".join(d for _, d in reads)[:4096].decode("utf-8", "replace")
+    msg = body
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            found = err.get("message") or err.get("detail")
+            msg = str(found) if found else json.dumps(err)
+        else:
+            msg = str(err)
+    return f"HTTP {status}: {_excerpt(msg)}" if msg.strip() else f"HTTP {status}"
+
+
+def itl_ms(
+    times: list[float], texts: list[str], output_tokens: int, tokenizer: Tokenizer | None = None
+) -> list[float]:
+    """Inter-token latencies (ms), one per token that arrived after the first content chunk.
+
+    The gap before chunk j is split evenly over the k_j tokens chunk j carries:
+    k_j = 1 when there are as many tokens as chunks; else the tokenizer's count of the
+    chunk's text; else the N - 1 tokens after the first are spread over the C - 1 later
+    chunks with integer counts k_j = floor(j(N-1)/(C-1)) - floor((j-1)(N-1)/(C-1)),
+    which differ by at most one and sum exactly to N - 1. A chunk credited with zero tokens
+    passes its gap on to the next chunk, so the values always sum to t_last - t_first in
+    the first two cases (mean == TPOT when the first chunk carries one token).
+    """
+    chunks = len(times)
+    if chunks < 2 or output_tokens < 2:
+        return []
+    gaps = [(times[j] - times[j - 1]) * 1000.0 for j in range(1, chunks)]
+    if output_tokens == chunks:
+        return gaps
+    if tokenizer is not None:
+        counts = [tokenizer(text) for text in texts[1:]]
+    else:
+        total, span = output_tokens - 1, chunks - 1
+        counts = [(j * total) // span - ((j - 1) * total) // span for j in range(1, chunks)]
+    out: list[float] = []
+    carry = 0.0
+    for gap, k in zip(gaps, counts):
+        gap += carry
+        if k <= 0:
+            carry = gap
+            continue
+        carry = 0.0
+        out.extend([gap / k] * k)
+    return out
+
+
+def _count_tokens(
+    parsed: ParsedResponse, stream: bool, tokenizer: Tokenizer | None
+) -> tuple[int, str, bool]:
+    """(output tokens, source, exact_enough_for_short_output_check)."""
+    usage = parsed.usage or {}
+    completion = usage.get("completion_tokens")
+    if isinstance(completion, int) and not isinstance(completion, bool):
+        return completion, "usage", True
+    if tokenizer is not None:
+        return tokenizer("".join(parsed.texts)), "tokenizer", True
+    if stream:
+        # A chunk may carry several tokens (stream intervals, speculative decoding): the
+        # count is a lower bound, so it cannot prove an output was short.
+        return len(parsed.times), "chunks", False
+    # one JSON body without usage: ~4 characters per token, too rough to fail a request on
+    return max(1, round(len("".join(parsed.texts)) / 4)), "chunks", False
+
+
+def _ms(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else (a - b) * 1000.0
+
+
+def to_record(
+    ex: "RawExchange",
+    *,
+    stream: bool,
+    api: str,
+    tokenizer: Tokenizer | None = None,
+    min_output_tokens: int | None = None,
+) -> RequestRecord:
+    """Turn one raw exchange into a record; failures are recorded, never dropped.
+
+    ``api`` is accepted for symmetry with the client: both completion and chat chunk
+    shapes are recognised whichever endpoint was called.
+    """
+    del api
+    plan = ex.plan
+    rec: dict[str, Any] = dict(
+        index=plan.index,
+        warmup=plan.warmup,
+        scheduled_at=plan.scheduled_at,
+        sent_at=ex.sent_at,
+        end_at=ex.end_at,
+        http_status=ex.status,
+        requested_output_tokens=plan.max_tokens,
+        prompt_tokens=plan.prompt_tokens,
+        send_lag_ms=_ms(ex.sent_at, plan.scheduled_at),
+    )
+    status = ex.status
+    if status is not None and status >= 400 and ex.error_kind is None:
+        return RequestRecord(
+            ok=False, error_kind="http_status", error_detail=http_error_detail(status, ex.reads), **rec
+        )
+    if stream:
+        parsed = parse_stream(ex.reads)
+    else:
+        t_body = ex.end_at if ex.end_at is not None else (ex.reads[-1][0] if ex.reads else 0.0)
+        parsed = parse_body(ex.reads, t_body)
+    rec["response_id"] = parsed.response_id
+    n, source, exact = _count_tokens(parsed, stream, tokenizer)
+    if parsed.times:
+        rec.update(
+            output_tokens=n,
+            token_count_source=source,
+            content_chunks=len(parsed.times),
+            first_token_at=parsed.times[0],
+            last_token_at=parsed.times[-1],
+        )
+    usage = parsed.usage or {}
+    if isinstance(usage.get("prompt_tokens"), int):
+        rec["prompt_tokens"] = usage["prompt_tokens"]
+
+    kind, detail = ex.error_kind, ex.error_detail
+    if kind is None and status is None:
+        kind, detail = "transport", "no HTTP response"
+    if kind is None and parsed.problem is not None:
+        kind, detail = "malformed_stream", parsed.problem
+    if kind is None and not parsed.times:
+        kind, detail = "malformed_stream", "response carried no generated content"
+    if kind is None and min_output_tokens is not None and exact and n < min_output_tokens:
+        kind, detail = "short_output", f"{n} output tokens ({source}), {min_output_tokens} required"
+    if kind is not None:
+        return RequestRecord(ok=False, error_kind=kind, error_detail=detail, **rec)
+
+    first, last = parsed.times[0], parsed.times[-1]
+    if not stream:
+        first = last = rec["first_token_at"] = rec["last_token_at"] = t_body
+    rec.update(
+        ttft_ms=_ms(first, ex.sent_at),
+        e2e_ms=_ms(ex.end_at, ex.sent_at),
+        tpot_ms=(last - first) * 1000.0 / (n - 1) if stream and n >= 2 else None,
+        itl_ms=itl_ms(parsed.times, parsed.texts, n, tokenizer) if stream else [],
+    )
+    return RequestRecord(ok=True, **rec)
+
+
+__all__ = ["ParsedResponse", "http_error_detail", "itl_ms", "parse_body", "parse_stream", "to_record"]

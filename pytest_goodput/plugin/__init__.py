@@ -1,0 +1,284 @@
+"""pytest wiring: options, ini keys, the ``goodput`` marker, fixtures and hooks — nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+import pytest
+
+from pytest_goodput.plugin.settings import OPTIONS, SettingsError, resolve
+from pytest_goodput.schema.spec import SpecError, build_spec
+
+if TYPE_CHECKING:
+    from pytest_goodput.engines.engine import Engine
+    from pytest_goodput.plugin.harness import GoodputHarness
+    from pytest_goodput.plugin.session import GoodputSession
+
+MARKER = "goodput"
+_session_key = pytest.StashKey["GoodputSession"]()
+_spec_args_key = pytest.StashKey[dict]()
+_harness_key = pytest.StashKey["GoodputHarness"]()
+
+MARKER_HELP = (
+    "goodput(scenario='server', rate=..., concurrency=..., requests=..., isl=..., osl=..., "
+    "ttft_ms=..., tpot_ms=..., ttft_p99_ms=..., slo='mlperf/llama2-70b/interactive', "
+    "tolerance=..., gate=[...]): an LLM-serving performance scenario gated by SLOs and "
+    "baselines. See docs/metrics.md and the README."
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("goodput", "LLM-serving performance gate (pytest-goodput)")
+    for opt in OPTIONS:
+        ini_type = "bool" if opt.kind == "bool" else "string"
+        parser.addini(opt.ini, opt.help, type=ini_type, default=None)
+        if not opt.cli:
+            continue
+        if opt.kind == "bool":
+            group.addoption(opt.flag, action="store_true", default=False, dest=f"goodput_{opt.name}",
+                            help=opt.help)
+        else:
+            group.addoption(opt.flag, action="store", default=None, dest=f"goodput_{opt.name}",
+                            metavar=opt.name.upper(), help=opt.help)
+    group.addoption(
+        "--goodput-baseline", nargs="?", const="", default=None, metavar="DIR",
+        dest="goodput_baseline",
+        help="compare against stored baselines (default dir: ini goodput_baseline_dir, "
+        "else .goodput/baselines)",
+    )
+    group.addoption(
+        "--goodput-update-baseline", action="store_true", default=False,
+        dest="goodput_update", help="record this run as the new baseline of each goodput test",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: {MARKER_HELP}")
+    args = list(config.invocation_params.args)
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--goodput-baseline" and not args[i + 1].startswith("-"):
+            raise pytest.UsageError(
+                f"pytest-goodput: write the directory as --goodput-baseline={args[i + 1]} "
+                f"(with '='): after a space, {args[i + 1]!r} could be a test path"
+            )
+    cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
+    cli["baseline"] = config.getoption("goodput_baseline")
+    cli["update"] = config.getoption("goodput_update")
+    ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
+    try:
+        settings = resolve(cli, ini)
+    except SettingsError as exc:
+        raise pytest.UsageError(f"pytest-goodput: {exc}") from None
+    from pytest_goodput.plugin.session import GoodputSession
+
+    config.stash[_session_key] = GoodputSession(settings, Path(str(config.rootpath)))
+
+
+def _session(config: pytest.Config) -> "GoodputSession":
+    return config.stash[_session_key]
+
+
+def _marker_args(item: pytest.Item) -> Optional[dict[str, Any]]:
+    """Keyword arguments of every goodput marker on the item, the closest winning."""
+    markers = list(item.iter_markers(MARKER))
+    if not markers:
+        return None
+    args: dict[str, Any] = {}
+    for m in markers:
+        if m.args:
+            raise SpecError(
+                f"{item.nodeid}: goodput marker takes keyword arguments only, got positional {m.args!r}"
+            )
+        for key, value in m.kwargs.items():
+            args.setdefault(key, value)
+    return args
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    session = _session(config)
+    problems = []
+    # A module named with ::node ids on the command line was not collected whole: its other
+    # tests' baselines are not "unused".
+    invocation = config.invocation_params.dir
+    partial = {(invocation / a.split("::")[0]).resolve() for a in config.args if "::" in a}
+    for item in items:
+        session.collected_nodeids.add(item.nodeid)
+        if item.path.resolve() not in partial:
+            session.collected_modules.add(item.nodeid.partition("::")[0])
+        try:
+            args = _marker_args(item)
+            if args is not None:
+                build_spec(args, where=item.nodeid)
+                item.stash[_spec_args_key] = args
+        except SpecError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    # Deselected tests still exist: their baselines are not "unused".
+    for item in items:
+        config = item.config
+        if _session_key in config.stash:
+            _session(config).collected_nodeids.add(item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def goodput_engine(request: pytest.FixtureRequest) -> Iterator["Engine"]:
+    """The session's engine: attached (URL), launched (command) or the embedded simulator."""
+    session = _session(request.config)
+    try:
+        engine = session.engine
+    except Exception as exc:  # noqa: BLE001 - shown to the user as a setup error
+        pytest.fail(f"pytest-goodput could not start or reach the engine: {exc}", pytrace=False)
+    yield engine
+
+
+@pytest.fixture(scope="session")
+def goodput_engine_factory(request: pytest.FixtureRequest) -> Callable[..., "Engine"]:
+    """Start further engines: ``factory(slowdown=1.2)`` (simulator), ``factory(serve=CMD)``."""
+    return _session(request.config).start_engine
+
+
+@pytest.fixture
+def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
+    """Run this test's goodput scenario: ``goodput.run(**overrides)`` returns the result."""
+    from pytest_goodput.plugin.harness import GoodputHarness
+
+    if _xdist_worker(request.config):
+        pytest.fail(
+            "goodput tests measure a shared engine and refuse to run under pytest-xdist; "
+            "run them in their own invocation without -n (e.g. pytest -p no:xdist -m goodput)",
+            pytrace=False,
+        )
+    item = request.node
+    harness = GoodputHarness(
+        _session(request.config),
+        item.nodeid,
+        item.stash.get(_spec_args_key, {}),
+        lambda: request.getfixturevalue("goodput_engine"),
+        progress_stream=_TerminalStream(request.config),
+    )
+    item.stash[_harness_key] = harness
+    return harness
+
+
+@pytest.fixture(autouse=True)
+def _goodput_marked(request: pytest.FixtureRequest) -> None:
+    """Give every marked test the ``goodput`` fixture even if it does not ask for it."""
+    if _spec_args_key in request.node.stash:
+        request.getfixturevalue("goodput")
+
+
+class _TerminalStream:
+    """Progress lines go to the terminal past pytest's output capture, each on its own line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> None:
+        pm = self._config.pluginmanager
+        tr, capman = pm.getplugin("terminalreporter"), pm.getplugin("capturemanager")
+        if tr is None or capman is None:
+            return
+        with capman.global_and_fixture_disabled():
+            tr.ensure_newline()
+            tr.write(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    result = yield
+    harness = item.stash.get(_harness_key, None)
+    if harness is None:
+        return result
+    from pytest_goodput.schema.spec import SpecError as _SpecError
+
+    try:
+        if harness.measurement is None:
+            harness.run()
+    except _SpecError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    except ConnectionError as exc:
+        pytest.fail(f"pytest-goodput: {exc}", pytrace=False)
+    session = _session(item.config)
+    assert harness.spec is not None and harness.measurement is not None and harness.engine
+    outcome = session.judge(item.nodeid, item.location[:2] if item.location else None,
+                            harness.spec, harness.measurement, harness.engine)
+    for name, value in outcome.key_metrics.items():
+        item.user_properties.append((f"goodput.{name}", value))
+    item.user_properties.append(("goodput.status", outcome.status))
+    if harness.remeasured_because:
+        item.user_properties.append(
+            ("goodput.remeasured_because", "; ".join(harness.remeasured_because)))
+    if session.fails(outcome):
+        from pytest_goodput.report.terminal import failure_message
+
+        pytest.fail(failure_message(outcome), pytrace=False)
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    session = _session(config)
+    if not session.outcomes and not session.settings.update:
+        return
+    from pytest_goodput.report.terminal import render_summary
+
+    tr = terminalreporter
+    tr.section("goodput")
+    if session.outcomes:
+        from pytest_goodput.report.terminal import supports_unicode
+
+        out = getattr(tr._tw, "_file", None)
+        ascii_only = not supports_unicode(out)
+        # A terminal gets a table that fits; a CI log keeps every column.
+        width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
+        tr.write_line(render_summary(session.outcomes, width=width, ascii=ascii_only))
+    s = session.settings
+    if s.compare and not s.update and session.outcomes and all(
+        o.baseline_status == "new" for o in session.outcomes
+    ):
+        tr.write_line(f"no baseline found under {session.baseline_dir}: nothing was compared "
+                      "(record them with --goodput-update-baseline)", yellow=True)
+    for path in session.written:
+        tr.write_line(f"baseline written: {path}")
+    for note in session.skipped_writes:
+        tr.write_line(f"baseline NOT written: {note}")
+    unused = session.unused_baselines() if (session.settings.compare or session.settings.update) else []
+    for path in unused:
+        tr.write_line(f"unused baseline (its test no longer exists): {path}")
+    for err in session.errors:
+        tr.write_line(f"error: {err}", red=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    gs = session.config.stash.get(_session_key, None)
+    if gs is None:
+        return
+    from pytest_goodput.report.files import write_session_reports
+
+    try:
+        write_session_reports(gs)
+    except OSError as exc:
+        gs.errors.append(f"could not write a goodput report: {exc}")
+    if gs.errors and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    gs = config.stash.get(_session_key, None)
+    if gs is not None:
+        gs.close()

@@ -1,0 +1,179 @@
+"""What came out of a run: per-request records and run metrics (the JSON contract).
+
+Pure pydantic models. ``RESULT_SCHEMA_VERSION`` is bumped on any incompatible change;
+``docs/metrics.md`` defines every field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from pytest_goodput.schema.spec import ScenarioSpec
+
+RESULT_SCHEMA_VERSION = 1
+
+ErrorKind = Literal["http_status", "timeout", "transport", "malformed_stream", "short_output"]
+ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "transport", "malformed_stream", "short_output")
+TokenCountSource = Literal["usage", "tokenizer", "chunks"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestRecord(_Model):
+    """One request as measured. Times are ``time.perf_counter()`` seconds (CLOCK_MONOTONIC)."""
+
+    index: int
+    ok: bool
+    warmup: bool = False
+    error_kind: Optional[ErrorKind] = None
+    error_detail: Optional[str] = None
+    http_status: Optional[int] = None
+    response_id: Optional[str] = None
+    prompt_tokens: Optional[int] = None
+    output_tokens: int = 0
+    requested_output_tokens: Optional[int] = None
+    token_count_source: TokenCountSource = "chunks"
+    content_chunks: int = 0
+    scheduled_at: float
+    sent_at: Optional[float] = None
+    first_token_at: Optional[float] = None
+    last_token_at: Optional[float] = None
+    end_at: Optional[float] = None
+    ttft_ms: Optional[float] = None
+    tpot_ms: Optional[float] = None
+    e2e_ms: Optional[float] = None
+    send_lag_ms: Optional[float] = None
+    itl_ms: list[float] = Field(default_factory=list)
+    good: Optional[bool] = None
+
+
+class Distribution(_Model):
+    """Summary of a sample; percentiles are nearest-rank. ``None`` when there are no samples."""
+
+    count: int = 0
+    mean: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p95: Optional[float] = None
+    p99: Optional[float] = None
+    max: Optional[float] = None
+
+
+class LatencyMetrics(_Model):
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    itl_ms: Distribution
+    e2e_ms: Distribution
+
+
+class Throughput(_Model):
+    requests_per_s: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+
+
+class Goodput(_Model):
+    """Requests meeting every per-request SLO (DistServe goodput at a fixed load)."""
+
+    requests_per_s: float
+    tokens_per_s: float
+    attainment: float
+    good: int
+    issued: int
+    target: float
+    met: bool
+
+
+class PercentileSLOCheck(_Model):
+    """``metric`` at ``percentile`` ≤ ``limit_ms``, with the MLPerf early-stopping proof."""
+
+    name: str
+    metric: str
+    percentile: float
+    limit_ms: float
+    value_ms: Optional[float]
+    ok: bool
+    samples: int
+    over_limit: int
+    proven: bool
+    requests_needed: Optional[int] = None
+
+
+class ClientHealth(_Model):
+    """The load generator's check on itself: did the client, not the server, set the pace?"""
+
+    valid: bool
+    reasons: list[str] = Field(default_factory=list)
+    cpu_utilization: float = Field(description="client process CPU seconds / wall seconds, per core")
+    loop_lag_ms: Distribution = Field(default_factory=Distribution)
+    send_lag_p99_ms: Optional[float] = None
+    workers: int = 1
+
+
+class Window(_Model):
+    start: float
+    end: float
+    seconds: float
+
+
+class RunResult(_Model):
+    """One scenario run. Serialized as the ``--goodput-json`` / ``--json`` contract."""
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    spec: ScenarioSpec
+    load: dict[str, float] = Field(
+        default_factory=dict, description="the load actually offered: rate or concurrency"
+    )
+    window: Window
+    issued: int
+    completed: int
+    metrics: LatencyMetrics
+    throughput: Throughput
+    goodput: Optional[Goodput] = None
+    percentile_slos: list[PercentileSLOCheck] = Field(default_factory=list)
+    send_lag_ms: Distribution
+    failures: dict[str, int] = Field(default_factory=dict)
+    token_count_source: TokenCountSource
+    client: ClientHealth
+    server_metrics: dict[str, float] = Field(default_factory=dict)
+    requests: list[RequestRecord] = Field(default_factory=list)
+
+
+class Samples(_Model):
+    """The raw per-request samples the statistics need, column-wise (compact in baselines).
+
+    One entry per measured request, failures included (``ok`` False, latencies None).
+    """
+
+    window_s: float
+    ok: list[bool]
+    good: Optional[list[bool]] = None
+    ttft_ms: list[Optional[float]]
+    tpot_ms: list[Optional[float]]
+    e2e_ms: list[Optional[float]]
+    output_tokens: list[int]
+    prompt_tokens: list[Optional[int]]
+
+    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms")
+    def _round_ms(self, values: list[Optional[float]]) -> list[Optional[float]]:
+        """Keep baselines reviewable: 0.1 µs resolution is far below any clock's noise."""
+        return [None if v is None else round(v, 4) for v in values]
+
+    @classmethod
+    def from_records(cls, records: list[RequestRecord], window_s: float) -> "Samples":
+        measured = [r for r in records if not r.warmup]
+        has_good = any(r.good is not None for r in measured)
+        return cls(
+            window_s=window_s,
+            ok=[r.ok for r in measured],
+            good=[bool(r.good) for r in measured] if has_good else None,
+            ttft_ms=[r.ttft_ms for r in measured],
+            tpot_ms=[r.tpot_ms for r in measured],
+            e2e_ms=[r.e2e_ms for r in measured],
+            output_tokens=[r.output_tokens if r.ok else 0 for r in measured],
+            prompt_tokens=[r.prompt_tokens for r in measured],
+        )

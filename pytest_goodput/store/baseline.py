@@ -1,0 +1,133 @@
+"""The baseline store: one reviewable JSON file per test, validated, written atomically.
+
+A baseline keeps a short history of runs (newest last) so the verdict engine can judge a
+new run against the run-to-run spread, not only against one lucky or unlucky sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from pytest_goodput.schema.baseline import (
+    BASELINE_KIND,
+    BASELINE_SCHEMA_VERSION,
+    DEFAULT_HISTORY,
+    BaselineFile,
+    BaselineRun,
+)
+from pytest_goodput.store.files import write_atomic
+
+DEFAULT_DIR = ".goodput/baselines"
+
+
+class BaselineError(Exception):
+    """A baseline file exists but cannot be used; the message names the file and why."""
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\-\[\]=+,@]")
+
+
+def path_for(directory: Path, nodeid: str) -> Path:
+    """``tests/test_x.py::TestA::test_b[p]`` → ``DIR/tests/test_x/TestA.test_b[p].json``."""
+    module, _, rest = nodeid.partition("::")
+    module = module[:-3] if module.endswith(".py") else module
+    parts = [_UNSAFE.sub("_", p) for p in module.split("/") if p not in ("", ".", "..")]
+    raw = rest.replace("::", ".")
+    name = _UNSAFE.sub("_", raw) or "module"
+    if name != raw or len(name) > 180:
+        # Sanitising can map two ids to one name: a short hash keeps them apart.
+        digest = hashlib.sha256(nodeid.encode()).hexdigest()[:8]
+        name = f"{name[:180]}-{digest}"
+    return directory.joinpath(*parts, f"{name}.json")
+
+
+def load(path: Path, nodeid: Optional[str] = None) -> Optional[BaselineFile]:
+    """The baseline at ``path``, ``None`` if there is none; :class:`BaselineError` if unusable.
+
+    With ``nodeid``, a file recorded for another test is an error, never compared.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not valid JSON ({exc.msg} at line {exc.lineno}); "
+            "fix or delete it, then record a new one with --goodput-update-baseline"
+        ) from None
+    if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
+        raise BaselineError(
+            f"{path} is not a pytest-goodput baseline (no \"kind\": \"{BASELINE_KIND}\"); "
+            "it was left untouched — move it away or choose another --goodput-baseline directory"
+        )
+    version = data.get("schema_version")
+    if version != BASELINE_SCHEMA_VERSION:
+        raise BaselineError(
+            f"baseline {path} has schema_version {version!r}; this pytest-goodput reads "
+            f"version {BASELINE_SCHEMA_VERSION}. Re-record it with --goodput-update-baseline "
+            "after deleting it"
+        )
+    try:
+        doc = BaselineFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise BaselineError(f"baseline {path} is invalid at {loc}: {first['msg']}") from None
+    if nodeid is not None and doc.nodeid != nodeid:
+        raise BaselineError(
+            f"baseline {path} belongs to {doc.nodeid!r}, not {nodeid!r}; it was left untouched"
+        )
+    return doc
+
+
+def record(
+    path: Path,
+    *,
+    nodeid: str,
+    spec: dict[str, Any],
+    spec_hash: str,
+    run: BaselineRun,
+    existing: Optional[BaselineFile],
+    history: int = DEFAULT_HISTORY,
+) -> BaselineFile:
+    """Append ``run`` to the history (a new identity starts a new history) and save it."""
+    runs: list[BaselineRun] = []
+    if existing is not None and existing.spec_hash == spec_hash:
+        same_identity = [
+            r for r in existing.runs if r.environment.identity == run.environment.identity
+        ]
+        runs = same_identity
+    runs = (runs + [run])[-max(history, 1) :]
+    doc = BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, runs=runs)
+    write_atomic(path, doc.model_dump_json(indent=1) + "\n")
+    return doc
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def find_all(directory: Path) -> dict[str, Path]:
+    """nodeid → path of every readable baseline under ``directory`` (unreadable ones skipped)."""
+    found: dict[str, Path] = {}
+    if not directory.is_dir():
+        return found
+    for p in sorted(directory.rglob("*.json")):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and data.get("kind") == BASELINE_KIND and "nodeid" in data:
+            found[str(data["nodeid"])] = p
+    return found
