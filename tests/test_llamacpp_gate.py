@@ -143,7 +143,8 @@ def frontier_gate(base: Measurement, cur: Measurement) -> FrontierComparison:
     """What the plugin does for a sweep: every baseline frontier point judged, beyond noise."""
     points = lambda m: [FrontierPoint(**p) for p in m.frontier["points"]]  # noqa: E731
     base_samples = [Samples.from_records(r.requests, r.window.seconds) for r in base.runs]
-    noise = sweep_noise(SWEEP.sweep, SWEEP.sweep_over, base_samples, cur.runs)
+    noise = sweep_noise(SWEEP.sweep, SWEEP.sweep_over, base_samples,
+                        [Samples.from_records(r.requests, r.window.seconds) for r in cur.runs])
     return compare_frontiers(points(base), points(cur), tolerance=0.05, noise=noise)
 
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from pytest_goodput import stats
+from pytest_goodput.schema.registry import RUN_CV as DEFAULT_RUN_CV
+from pytest_goodput.schema.registry import RUN_CV_BY_LATENCY as DEFAULT_RUN_CV_BY_LATENCY
 from pytest_goodput.judge.verdicts import (
     CONFIDENCE,
     DEFAULT_METRICS,
-    DEFAULT_RUN_CV,
-    DEFAULT_RUN_CV_BY_LATENCY,
     PRIOR_RUNS,
     MetricDef,
     compare,

@@ -93,22 +93,16 @@ def sweep_noise(
     loads: Sequence[float],
     load_kind: str,
     baseline_samples: Sequence[Samples],
-    current_runs: Sequence[RunResult],
+    current_samples: Sequence[Samples],
     gpus: int = 1,
     run_cv: float = DEFAULT_POINT_RUN_CV,
 ) -> NoiseFn:
     """Noise of every sweep point on both sides: bootstrap over requests, widened by ``run_cv``.
 
-    ``baseline_samples`` and ``current_runs`` are in the order of ``loads`` (the sweep).
+    ``baseline_samples`` and ``current_samples`` are in the order of ``loads`` (the sweep).
     """
-    base = {
+    base, cur = ({
         (load_kind, float(load)): _half_width_of(s.output_tokens, s.window_s, gpus, run_cv)
-        for load, s in zip(loads, baseline_samples)
-    }
-    cur = {
-        (load_kind, float(load)): _half_width_of(
-            [r.output_tokens if r.ok else 0 for r in run.requests if not r.warmup],
-            run.window.seconds, gpus, run_cv)
-        for load, run in zip(loads, current_runs)
-    }
+        for load, s in zip(loads, side)
+    } for side in (baseline_samples, current_samples))
     return noise_by_load(base, cur)

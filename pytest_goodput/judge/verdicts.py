@@ -28,18 +28,13 @@ from pytest_goodput.judge.intervals import (
     rate_column,
     unpaired_interval,
 )
+from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcome import MetricComparison
 from pytest_goodput.schema.results import Samples
 
 #: Two-sided confidence of the interval of the relative change (one-sided α = 0.5 %).
 CONFIDENCE = 0.99
-#: Default run-to-run coefficient of variation per metric kind, used as a prior.
-DEFAULT_RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.065, "mean": 0.05}
-#: Per latency column, replacing the kind's prior for its percentiles and mean. TTFT's
-#: spread is mostly queueing against the arrival schedule (present on a quiet machine,
-#: growing slowly with machine noise); TPOT and E2E follow machine speed almost 1:1.
-DEFAULT_RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.035}
-#: Weight of that prior, in pseudo-runs (degrees of freedom).
+#: Weight of the registry's run-to-run prior, in pseudo-runs (degrees of freedom).
 PRIOR_RUNS = 3.0
 _UNBOUNDED = 1e9
 
@@ -52,59 +47,38 @@ class MetricDef:
     direction: Literal["higher", "lower"]
     tolerance: float
 
+    @classmethod
+    def of(cls, path: str, tolerance: Optional[float] = None) -> "MetricDef":
+        """The metric as the registry defines it (its default tolerance unless one is given)."""
+        info = registry.metric(path)
+        return cls(path, info.direction, info.tolerance if tolerance is None else tolerance)
 
+
+#: The metrics the default gates of the scenarios use, with their default tolerances.
 DEFAULT_METRICS: dict[str, MetricDef] = {
-    d.path: d
-    for d in (
-        MetricDef("goodput.requests_per_s", "higher", 0.05),
-        MetricDef("goodput.attainment", "higher", 0.02),
-        MetricDef("throughput.output_tokens_per_s", "higher", 0.05),
-        MetricDef("metrics.ttft_ms.p99", "lower", 0.10),
-        MetricDef("metrics.tpot_ms.p99", "lower", 0.10),
-        MetricDef("metrics.e2e_ms.p50", "lower", 0.05),
+    p: MetricDef.of(p)
+    for p in (
+        "goodput.requests_per_s",
+        "goodput.attainment",
+        "throughput.output_tokens_per_s",
+        "metrics.ttft_ms.p99",
+        "metrics.tpot_ms.p99",
+        "metrics.e2e_ms.p50",
     )
 }
 
-_RATE_COLUMNS = {
-    "goodput.requests_per_s",
-    "goodput.tokens_per_s",
-    "throughput.requests_per_s",
-    "throughput.output_tokens_per_s",
-    "throughput.total_tokens_per_s",
-}
-_LATENCIES = {"ttft_ms", "tpot_ms", "e2e_ms"}
-
 
 def _kind(path: str) -> tuple[Kind, Optional[float]]:
-    """Classify a metric path; for percentiles also return P. Raises on unknown paths."""
-    if path == "goodput.attainment":
-        return "proportion", None
-    if path in _RATE_COLUMNS:
-        return "rate", None
-    parts = path.split(".")
-    if len(parts) == 3 and parts[0] == "metrics" and parts[1] in _LATENCIES:
-        stat = parts[2]
-        if stat == "mean":
-            return "mean", None
-        if stat == "max":
-            return "percentile", 100.0
-        if stat.startswith("p"):
-            try:
-                p = float(stat[1:])
-            except ValueError:
-                p = -1.0
-            if 0 < p <= 100:
-                return "percentile", p
-    raise ValueError(f"unknown metric path {path!r}")
+    """The registry's noise model of a gateable metric and, for percentiles, P."""
+    info = registry.metric(path)
+    if not info.gateable:
+        raise ValueError(f"metric {path!r} cannot be recomputed from per-request samples")
+    return info.kind, info.percentile  # type: ignore[return-value]
 
 
 def default_run_cv(path: str) -> float:
-    """The prior run-to-run CV of a metric: by latency column if listed, else by kind."""
-    kind, _ = _kind(path)
-    parts = path.split(".")
-    if kind in ("percentile", "mean") and parts[1] in DEFAULT_RUN_CV_BY_LATENCY:
-        return DEFAULT_RUN_CV_BY_LATENCY[parts[1]]
-    return DEFAULT_RUN_CV[kind]
+    """The prior run-to-run CV of a metric (the registry's noise prior)."""
+    return registry.metric(path).run_cv
 
 
 def _window(s: Samples) -> Optional[float]:

@@ -21,7 +21,8 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.spec import _PCT_SLO_RE, ScenarioSpec
+from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
+from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.stats import percentile_proof
 from pytest_goodput.stats.quantiles import percentile
 
@@ -95,7 +96,7 @@ def percentile_checks(
 
     checks = []
     for name, limit in sorted(spec.percentile_slos.items()):
-        m = _PCT_SLO_RE.match(name)
+        m = PERCENTILE_SLO_RE.match(name)
         assert m is not None  # validated by the spec
         metric, pct = m.group(1), float(m.group(2))
         values: list[float] = []

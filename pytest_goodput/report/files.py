@@ -2,31 +2,62 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 from pytest_goodput.report.github import append_step_summary, emit, in_github_actions
 from pytest_goodput.report.markdown import render_markdown
+from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.store.files import write_atomic
 
-if TYPE_CHECKING:
-    from pytest_goodput.plugin.session import GoodputSession
+#: Version of the ``--goodput-json`` session document.
+SESSION_SCHEMA_VERSION = 1
 
 
-def write_session_reports(gs: "GoodputSession", write: Callable[[str], None] = print) -> None:
+class ReportSettings(Protocol):
+    json_path: Optional[str]
+    report: Optional[str]
+
+
+class ReportedSession(Protocol):
+    """What a session must hold for its reports (the pytest session object does)."""
+
+    settings: ReportSettings
+    outcomes: Sequence[TestOutcome]
+    measurements: Mapping[str, Measurement]
+    rootdir: Path
+
+
+def session_json(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Measurement]) -> str:
+    """The ``--goodput-json`` document: every outcome with the runs behind it."""
+    doc = {
+        "schema_version": SESSION_SCHEMA_VERSION,
+        "tests": [
+            {
+                "outcome": o.model_dump(mode="json"),
+                "runs": [r.model_dump(mode="json") for r in measurements[o.nodeid].runs]
+                if o.nodeid in measurements else [],
+            }
+            for o in outcomes
+        ],
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def write_session_reports(gs: ReportedSession, write: Callable[[str], None] = print) -> None:
     s = gs.settings
     if not gs.outcomes:
         return
     if s.json_path:
-        gs.write_json(Path(s.json_path))
-
+        write_atomic(Path(s.json_path), session_json(gs.outcomes, gs.measurements))
     on_github = in_github_actions(os.environ)
     if s.report or on_github:
-        md = render_markdown(gs.outcomes)
+        md = render_markdown(list(gs.outcomes))
         if s.report:
-            from pytest_goodput.store.files import write_atomic
-
             write_atomic(Path(s.report), md)
         if on_github:
             append_step_summary(md, os.environ)
-            emit(gs.outcomes, write=write, rootdir=gs.rootdir)
+            emit(list(gs.outcomes), write=write, rootdir=gs.rootdir)

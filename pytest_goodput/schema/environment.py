@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 #: Environment variable naming the hardware a run measures (e.g. ``1xH100-80GB``).
 HARDWARE_ENV = "GOODPUT_HARDWARE"
 UNLABELLED = "unlabelled"
+#: Fields that must match for two runs to be comparable.
+IDENTITY_KEYS: tuple[str, ...] = ("hardware", "model", "scenario_hash")
 
 
 class Fingerprint(BaseModel):
@@ -24,3 +26,9 @@ class Fingerprint(BaseModel):
 
     def flat(self) -> dict[str, str]:
         return {**self.identity, **self.provenance}
+
+    @classmethod
+    def from_flat(cls, flat: dict[str, str]) -> "Fingerprint":
+        """Split a flat environment (as reports store it) back into identity and provenance."""
+        return cls(identity={k: v for k, v in flat.items() if k in IDENTITY_KEYS},
+                   provenance={k: v for k, v in flat.items() if k not in IDENTITY_KEYS})

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pytest_goodput.schema.registry import (
+    GATEABLE_HELP,
+    LATENCIES,
+    PERCENTILE_SLO_RE,
+    TOLERABLE_EXTRA,
+    is_gateable,
+    is_tolerable,
+)
 
 Scenario = Literal["offline", "server", "interactive", "concurrency", "sweep", "capacity"]
 SCENARIOS: tuple[str, ...] = ("offline", "server", "interactive", "concurrency", "sweep", "capacity")
@@ -21,30 +29,7 @@ Api = Literal["completions", "chat"]
 WorkloadKind = Literal["synthetic", "jsonl", "sharegpt"]
 
 #: Latency metrics a percentile SLO can name, e.g. ``ttft_p99_ms``.
-PERCENTILE_SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
-_PCT_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d+(?:\.\d+)?)_ms$")
-
-#: Metrics a test can gate on (``gate=``) and tolerate (``tolerances=``): paths into a result
-#: that the verdict engine can recompute from per-request samples.
-_GATEABLE_RE = re.compile(
-    r"^(goodput\.(requests_per_s|tokens_per_s|attainment)"
-    r"|throughput\.(requests_per_s|output_tokens_per_s|total_tokens_per_s)"
-    r"|metrics\.(ttft_ms|tpot_ms|e2e_ms)\.(mean|max|p\d{1,3}))$"
-)
-#: Whole-measurement metrics of sweeps and capacity searches (tolerances only).
-SHAPE_METRICS = ("frontier_throughput", "capacity.requests_per_s")
-GATEABLE_HELP = (
-    "goodput.requests_per_s|tokens_per_s|attainment, "
-    "throughput.requests_per_s|output_tokens_per_s|total_tokens_per_s, "
-    "metrics.<ttft_ms|tpot_ms|e2e_ms>.<mean|max|pNN>"
-)
-
-
-def is_gateable(path: str) -> bool:
-    return bool(_GATEABLE_RE.match(path)) and not (
-        path.startswith("metrics.") and path.split(".")[2].startswith("p")
-        and not 0 < float(path.split(".")[2][1:]) <= 100
-    )
+PERCENTILE_SLO_METRICS = tuple(LATENCIES)
 
 
 #: MLPerf Inference SLO presets (P99 TTFT ms, P99 TPOT ms).
@@ -148,7 +133,7 @@ class ScenarioSpec(BaseModel):
         data = dict(data)
         pct = dict(data.get("percentile_slos") or {})
         for key in list(data):
-            m = _PCT_SLO_RE.match(key)
+            m = PERCENTILE_SLO_RE.match(key)
             if m:
                 pct[key] = data.pop(key)
         preset = data.get("slo")
@@ -163,7 +148,7 @@ class ScenarioSpec(BaseModel):
             data.setdefault("ttft_ms", ttft)
             data.setdefault("tpot_ms", tpot)
         for key, value in pct.items():
-            m = _PCT_SLO_RE.match(key)
+            m = PERCENTILE_SLO_RE.match(key)
             if not m:
                 raise ValueError(
                     f"percentile SLO {key!r} is not of the form <metric>_p<percentile>_ms "
@@ -207,10 +192,14 @@ class ScenarioSpec(BaseModel):
         for value in self.tolerances.values():
             if not 0 <= value < 1:
                 raise ValueError("tolerances values must be fractions in [0, 1)")
-        for key in list(self.gate or ()) + list(self.tolerances):
-            if not is_gateable(key) and not (key in SHAPE_METRICS and key not in (self.gate or ())):
+        for key in self.gate or ():
+            if not is_gateable(key):
                 raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
-                                 f" (and, in tolerances, {', '.join(SHAPE_METRICS)})")
+                                 f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
+        for key in self.tolerances:
+            if not is_tolerable(key):
+                raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
+                                 f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
         self._check_arguments_apply()
         return self
 

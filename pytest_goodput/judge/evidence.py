@@ -1,0 +1,55 @@
+"""Evidence for the judge from what the product holds: a measurement, a baseline file, run results."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pytest_goodput.measure.headline import key_metrics, measurement_metrics
+from pytest_goodput.schema.baseline import BaselineFile
+from pytest_goodput.schema.environment import Fingerprint
+from pytest_goodput.schema.evidence import Evidence
+from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.results import RunResult, Samples
+from pytest_goodput.schema.spec import ScenarioSpec
+
+
+def samples_of(runs: list[RunResult]) -> list[Samples]:
+    """The per-request samples of each run, as baselines keep them."""
+    return [Samples.from_records(r.requests, r.window.seconds) for r in runs]
+
+
+def from_measurement(m: Measurement, env: Optional[Fingerprint] = None) -> Evidence:
+    """A fresh measurement: one session of runs, its frontier or capacity, its headline numbers."""
+    frontier = m.frontier or {}
+    return Evidence(
+        spec=m.spec, spec_hash=m.spec.identity_hash(), history=[samples_of(m.runs)], env=env,
+        summary=measurement_metrics(m), results=list(m.runs),
+        frontier=frontier.get("current") if m.frontier is not None else None,
+        points=frontier.get("points") if m.frontier is not None else None,
+        capacity=m.capacity,
+    )
+
+
+def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Evidence:
+    """Run results read back from JSON (``run --json``, ``--goodput-json``): one session."""
+    spec = runs[0].spec
+    return Evidence(spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)],
+                    env=env, summary=key_metrics(runs[-1]), results=list(runs))
+
+
+def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evidence:
+    """A stored baseline: every recorded session, the newest one's environment and shapes.
+
+    ``spec``: the test's current spec, when known; the file's own spec is read otherwise
+    (comparability is decided by the stored hash either way).
+    """
+    latest = doc.latest if doc.runs else None
+    return Evidence(
+        spec=spec if spec is not None else ScenarioSpec.model_validate(doc.spec),
+        spec_hash=doc.spec_hash,
+        history=[list(run.samples) for run in doc.runs],
+        env=latest.environment if latest else None,
+        summary=dict(latest.summary) if latest else {},
+        frontier=latest.frontier if latest else None,
+        capacity=latest.capacity if latest else None,
+    )

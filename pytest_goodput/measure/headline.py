@@ -1,0 +1,36 @@
+"""Headline numbers: the few metrics reports and baseline summaries show for a run or a measurement."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.registry import KEY_METRICS
+from pytest_goodput.schema.results import RunResult
+
+
+def lookup(result: RunResult, path: str) -> Optional[float]:
+    """``lookup(result, "metrics.ttft_ms.p99")``: a number from the result, or None."""
+    node: object = result
+    for part in path.split("."):
+        if node is None:
+            return None
+        node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+    return float(node) if isinstance(node, (int, float)) and not isinstance(node, bool) else None
+
+
+def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
+    """The registry's key metrics of one run (those the run has)."""
+    values = {p: lookup(result, p) for p in KEY_METRICS}
+    return {p: v for p, v in values.items() if v is not None}
+
+
+def measurement_metrics(m: Measurement) -> dict[str, Optional[float]]:
+    """Headline numbers: a run's key metrics, a sweep's best throughput, a capacity."""
+    if m.kind == "capacity" and m.capacity is not None:
+        return {"capacity.requests_per_s": m.capacity.get("requests_per_s")}
+    if m.kind == "sweep" and m.frontier is not None:
+        front = m.frontier.get("current") or []
+        best = max((p.get("throughput") or 0.0 for p in front), default=None)
+        return {"frontier.max_output_tokens_per_s": best, "frontier.points": float(len(front))}
+    return key_metrics(m.result)

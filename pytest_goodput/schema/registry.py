@@ -1,0 +1,221 @@
+"""The metric registry: what every metric the product judges or prints *is*.
+
+One entry per metric path (``goodput.requests_per_s``, ``metrics.ttft_ms.p99``, …) with its
+label, unit, which way is good, how its noise is modelled, its default tolerance and its
+prior run-to-run spread, and whether a test may gate on it. Spec validation, default gates,
+verdicts and every report read it here; nothing else guesses what a metric is from its name.
+
+Pure: no I/O, no imports from the rest of the product.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_goodput.schema.spec import ScenarioSpec
+
+Direction = Literal["higher", "lower"]
+#: How a metric's sampling noise is modelled (``docs/statistics.md``): a binomial proportion,
+#: a count over a window, an order statistic, a mean, or a whole-measurement shape (a
+#: frontier or a capacity, judged by their own comparisons).
+Kind = Literal["proportion", "rate", "percentile", "mean", "shape"]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One metric: how to show it, which way is good, how to judge it."""
+
+    path: str
+    label: str
+    unit: str  # "ms", "req/s", "tok/s", "%" (a fraction shown as a percent) or ""
+    direction: Direction
+    kind: Kind
+    tolerance: float  # default relative tolerance when the test sets none
+    run_cv: float  # prior run-to-run coefficient of variation (noise on a shared machine)
+    gateable: bool  # may be named in ``gate=`` (recomputable from per-request samples)
+    tolerable: bool  # may be named in ``tolerances=``
+    percentile: Optional[float] = None  # for kind "percentile": P in (0, 100]
+
+
+#: Latency columns of a run and how reports name them.
+LATENCIES: dict[str, str] = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+#: Latency columns the per-request samples of a baseline keep (ITL is per token, not stored).
+SAMPLED_LATENCIES: tuple[str, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
+#: Statistics every latency distribution reports, in report order.
+STATS: tuple[str, ...] = ("p50", "p90", "p95", "p99", "mean", "max")
+
+#: Default tolerance for a metric without one of its own.
+DEFAULT_TOLERANCE = 0.05
+#: Prior run-to-run CV by kind; TTFT's spread is mostly queueing against the arrival
+#: schedule (present on a quiet machine, growing slowly with machine noise), so its
+#: percentiles and mean get a prior of their own.
+RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.065, "mean": 0.05,
+                            "shape": 0.03}
+RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.035}
+#: Tolerances that differ from :data:`DEFAULT_TOLERANCE`.
+TOLERANCES: dict[str, float] = {
+    "goodput.attainment": 0.02,
+    "metrics.ttft_ms.p99": 0.10,
+    "metrics.tpot_ms.p99": 0.10,
+}
+
+#: Percentile SLO keywords of the spec, e.g. ``ttft_p99_ms``.
+PERCENTILE_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d+(?:\.\d+)?)_ms$")
+_LATENCY_PATH_RE = re.compile(r"^metrics\.(ttft|tpot|itl|e2e)_ms\.(mean|max|p(\d{1,3}))$")
+_SHORT_STAT_RE = re.compile(r"^(ttft|tpot|itl|e2e)_ms\.(p\d+(?:\.\d+)?|mean|max)$")
+
+
+def _info(path: str, label: str, unit: str, direction: Direction, kind: Kind, *,
+          gateable: bool = True, tolerable: bool = True) -> MetricInfo:
+    return MetricInfo(path=path, label=label, unit=unit, direction=direction, kind=kind,
+                      tolerance=TOLERANCES.get(path, DEFAULT_TOLERANCE), run_cv=RUN_CV[kind],
+                      gateable=gateable, tolerable=tolerable)
+
+
+#: Metrics with a fixed path, in report order (latencies follow, see :func:`ordered`).
+FIXED: dict[str, MetricInfo] = {
+    m.path: m
+    for m in (
+        _info("goodput.requests_per_s", "goodput", "req/s", "higher", "rate"),
+        _info("goodput.tokens_per_s", "token goodput", "tok/s", "higher", "rate"),
+        _info("goodput.attainment", "SLO attainment", "%", "higher", "proportion"),
+        _info("throughput.requests_per_s", "throughput", "req/s", "higher", "rate"),
+        _info("throughput.output_tokens_per_s", "output throughput", "tok/s", "higher", "rate"),
+        _info("throughput.total_tokens_per_s", "total throughput", "tok/s", "higher", "rate"),
+        # Whole-measurement results of sweeps and capacity searches: judged by their own
+        # comparisons, so they take a tolerance but cannot be named in ``gate=``.
+        _info("frontier_throughput", "frontier throughput", "tok/s", "higher", "shape", gateable=False),
+        _info("capacity.requests_per_s", "capacity", "req/s", "higher", "shape", gateable=False),
+        # Headline numbers of a sweep, and the SLO checks of a run: shown, never compared.
+        _info("frontier.max_output_tokens_per_s", "max frontier throughput", "tok/s", "higher",
+              "shape", gateable=False, tolerable=False),
+        _info("frontier.points", "frontier points", "", "higher", "shape", gateable=False,
+              tolerable=False),
+        _info("error_rate", "error rate", "%", "lower", "proportion", gateable=False, tolerable=False),
+        _info("attainment", "attainment", "%", "higher", "proportion", gateable=False, tolerable=False),
+    )
+}
+
+#: Headline numbers kept in reports and baseline summaries, by path into a RunResult.
+KEY_METRICS: tuple[str, ...] = (
+    "goodput.requests_per_s",
+    "goodput.tokens_per_s",
+    "goodput.attainment",
+    "throughput.requests_per_s",
+    "throughput.output_tokens_per_s",
+    "metrics.ttft_ms.p50",
+    "metrics.ttft_ms.p99",
+    "metrics.tpot_ms.p50",
+    "metrics.tpot_ms.p99",
+    "metrics.itl_ms.p99",
+    "metrics.e2e_ms.p99",
+)
+
+GATEABLE_HELP = (
+    "goodput.requests_per_s|tokens_per_s|attainment, "
+    "throughput.requests_per_s|output_tokens_per_s|total_tokens_per_s, "
+    "metrics.<ttft_ms|tpot_ms|e2e_ms>.<mean|max|pNN>"
+)
+TOLERABLE_EXTRA = tuple(p for p, m in FIXED.items() if m.tolerable and not m.gateable)
+
+
+class UnknownMetric(ValueError):
+    """A metric path the registry does not know."""
+
+
+def canonical(name: str) -> str:
+    """The path form of a metric name: ``ttft_p99_ms`` and ``ttft_ms.p99`` → ``metrics.ttft_ms.p99``."""
+    m = PERCENTILE_SLO_RE.match(name)
+    if m:
+        return f"metrics.{m.group(1)}_ms.p{m.group(2)}"
+    if _SHORT_STAT_RE.match(name):
+        return f"metrics.{name}"
+    return name
+
+
+def _latency(path: str) -> Optional[MetricInfo]:
+    m = _LATENCY_PATH_RE.match(path)
+    if not m:
+        return None
+    column, stat, pct_text = m.group(1), m.group(2), m.group(3)
+    if stat == "mean":
+        kind: Kind = "mean"
+        pct = None
+    else:
+        kind = "percentile"
+        pct = 100.0 if stat == "max" else float(pct_text)
+        if not 0 < pct <= 100:
+            return None
+    label = f"{LATENCIES[column]} {stat.upper() if stat.startswith('p') else stat}"
+    run_cv = RUN_CV_BY_LATENCY.get(f"{column}_ms", RUN_CV[kind])
+    gateable = f"{column}_ms" in SAMPLED_LATENCIES
+    return MetricInfo(path=path, label=label, unit="ms", direction="lower", kind=kind,
+                      tolerance=TOLERANCES.get(path, DEFAULT_TOLERANCE), run_cv=run_cv,
+                      gateable=gateable, tolerable=gateable, percentile=pct)
+
+
+def lookup_info(name: str) -> Optional[MetricInfo]:
+    """The registry entry of a metric name or path; None when it is not a metric we know."""
+    path = canonical(name)
+    return FIXED.get(path) or _latency(path)
+
+
+def metric(name: str) -> MetricInfo:
+    """The registry entry of a metric; :class:`UnknownMetric` naming it otherwise."""
+    info = lookup_info(name)
+    if info is None:
+        raise UnknownMetric(f"unknown metric {name!r}; known: {GATEABLE_HELP}, "
+                            f"{', '.join(FIXED)}")
+    return info
+
+
+def is_gateable(path: str) -> bool:
+    """Whether ``gate=`` may name it: recomputable from the per-request samples a baseline keeps."""
+    info = lookup_info(path)
+    return info is not None and info.gateable and info.path == path
+
+
+def is_tolerable(path: str) -> bool:
+    """Whether ``tolerances=`` may name it (gateable metrics and whole-measurement shapes)."""
+    info = lookup_info(path)
+    return info is not None and info.tolerable and info.path == path
+
+
+def order_key(name: str) -> tuple[int, str]:
+    """Report order: fixed metrics as listed, then latencies column by column, then the rest."""
+    path = canonical(name)
+    fixed = list(FIXED)
+    if path in FIXED:
+        return (fixed.index(path), path)
+    m = _LATENCY_PATH_RE.match(path)
+    if m:
+        stat = m.group(2)
+        col = list(LATENCIES).index(m.group(1))
+        pos = STATS.index(stat) if stat in STATS else len(STATS)
+        return (len(fixed) + col * (len(STATS) + 1) + pos, path)
+    return (10_000, path)
+
+
+def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+    """Metrics gated when the marker names none: each scenario's headline numbers."""
+    if spec.scenario in ("sweep", "capacity"):
+        return ()  # judged as a frontier / a capacity, not per run
+    if spec.scenario == "offline":
+        return ("throughput.output_tokens_per_s",)
+    if spec.scenario == "concurrency":
+        return ("throughput.output_tokens_per_s", "metrics.tpot_ms.p50", "metrics.ttft_ms.p99")
+    gated: tuple[str, ...] = ()
+    if spec.has_request_slos:
+        gated += ("goodput.requests_per_s",)
+    return gated + ("metrics.ttft_ms.p99", "metrics.tpot_ms.p99")
+
+
+def tolerance_for(spec: "ScenarioSpec", path: str, default_tolerance: Optional[float] = None) -> float:
+    """``tolerances[path]`` > marker ``tolerance`` > command line / ini > the registry's default."""
+    for tol in (spec.tolerances.get(path), spec.tolerance, default_tolerance):
+        if tol is not None:
+            return tol
+    return metric(path).tolerance
