@@ -7,9 +7,9 @@ import json
 
 import report_fixtures as fx
 
-from pytest_goodput.report import (
+from pytest_goodput.report.schemas import export_schemas
+from pytest_goodput.report.vocabulary import (
     canonical_metric,
-    export_schemas,
     fmt_change,
     fmt_interval,
     fmt_num,
@@ -186,7 +186,7 @@ def test_export_schemas(tmp_path):
 
 
 def test_committed_schemas_are_current(tmp_path):
-    """docs/schema/ must match the models: regenerate with report.export_schemas('docs/schema')."""
+    """docs/schema/ must match the models: regenerate with report.schemas.export_schemas('docs/schema')."""
     from pathlib import Path
 
     docs = Path(__file__).resolve().parent.parent / "docs" / "schema"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping, Optional
 
-from pytest_goodput.report import (
+from pytest_goodput.report.vocabulary import (
     fmt_change,
     metric_label,
     sorted_comparisons,

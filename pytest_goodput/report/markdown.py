@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
-from pytest_goodput.report import (
+from pytest_goodput.report.vocabulary import (
     FAILING,
     STATUSES,
     fmt_change,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, TextIO
 
-from pytest_goodput.report import (
+from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
     STATUSES,
     fmt_change,

@@ -64,7 +64,7 @@ TOLERANCES: dict[str, float] = {
 
 #: Percentile SLO keywords of the spec, e.g. ``ttft_p99_ms``.
 PERCENTILE_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d+(?:\.\d+)?)_ms$")
-_LATENCY_PATH_RE = re.compile(r"^metrics\.(ttft|tpot|itl|e2e)_ms\.(mean|max|p(\d{1,3}))$")
+_LATENCY_PATH_RE = re.compile(r"^metrics\.(ttft|tpot|itl|e2e)_ms\.(mean|max|p(\d+(?:\.\d+)?))$")
 _SHORT_STAT_RE = re.compile(r"^(ttft|tpot|itl|e2e)_ms\.(p\d+(?:\.\d+)?|mean|max)$")
 
 
@@ -151,7 +151,9 @@ def _latency(path: str) -> Optional[MetricInfo]:
             return None
     label = f"{LATENCIES[column]} {stat.upper() if stat.startswith('p') else stat}"
     run_cv = RUN_CV_BY_LATENCY.get(f"{column}_ms", RUN_CV[kind])
-    gateable = f"{column}_ms" in SAMPLED_LATENCIES
+    # A path is split on dots, so only whole percentiles can be gated (P99.9 can be an SLO).
+    whole = pct_text is None or pct_text.isdigit()
+    gateable = f"{column}_ms" in SAMPLED_LATENCIES and whole
     return MetricInfo(path=path, label=label, unit="ms", direction="lower", kind=kind,
                       tolerance=TOLERANCES.get(path, DEFAULT_TOLERANCE), run_cv=run_cv,
                       gateable=gateable, tolerable=gateable, percentile=pct)
