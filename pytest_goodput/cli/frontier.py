@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import ValidationError
+from tabulate import tabulate
 
 from pytest_goodput.judge.frontier import compare_frontiers
 from pytest_goodput.judge.frontier_noise import (
@@ -164,8 +165,6 @@ def _load(p: FrontierPoint) -> str:
 
 
 def render_sweep(sweep: Sweep) -> str:
-    from tabulate import tabulate
-
     on_front = {id(p) for p in sweep.frontier}
     pct = f"P{sweep.percentile:g}"
     rows = [
@@ -189,8 +188,6 @@ def render_sweep(sweep: Sweep) -> str:
 
 
 def render_comparison(cmp: FrontierComparison) -> str:
-    from tabulate import tabulate
-
     rows = []
     for r in cmp.points:
         cur = "none as interactive" if r.current is None else (

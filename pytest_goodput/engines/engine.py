@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
+import httpx
+
 from pytest_goodput._version import __version__
 from pytest_goodput.engines.launch import launch as start
 from pytest_goodput.schema.endpoint import normalize_base_url
@@ -59,7 +61,6 @@ class Engine:
         """The model name to request: as configured, else the engine's first listed model."""
         if self.model:
             return self.model
-        import httpx
 
         headers = {}
         if self.api_key_env and os.environ.get(self.api_key_env):

@@ -18,7 +18,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 from typing import IO, Mapping, Optional, Sequence
+
+import httpx
 
 from pytest_goodput.engines.procgroup import (
     kill_group,
@@ -27,6 +30,7 @@ from pytest_goodput.engines.procgroup import (
     track,
     untrack,
 )
+from pytest_goodput.schema.endpoint import normalize_base_url
 
 __all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]
 
@@ -71,11 +75,6 @@ def _tail(path: str, n: int = _TAIL_LINES, since: int = 0) -> str:
     except OSError:
         return "(no log)"
     return "\n".join(lines[-n:]) if lines else "(log is empty)"
-
-
-def _normalize_base_url(url: str) -> str:
-    url = url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"
 
 
 class LaunchedEngine:
@@ -156,7 +155,6 @@ def _note(log: IO[bytes], text: str) -> None:
 
 def _http_ready(root: str, health_paths: Sequence[str], client: object) -> bool:
     """Ready when the first health path that exists (not 404/405) answers 200."""
-    import httpx
 
     assert isinstance(client, httpx.Client)
     for path in health_paths:
@@ -223,8 +221,6 @@ def launch(
 
 
 def _fixed_port(base_url: Optional[str]) -> Optional[int]:
-    import urllib.parse
-
     if not base_url or "{port}" in base_url:
         return None
     try:
@@ -249,7 +245,7 @@ def _launch_once(
     url: Optional[str] = None
     if not url_from_stdout:
         tmpl = base_url or "http://{host}:{port}/v1"
-        url = _normalize_base_url(tmpl.replace("{host}", host).replace("{port}", str(port)))
+        url = normalize_base_url(tmpl.replace("{host}", host).replace("{port}", str(port)))
 
     log = open(log_path, "ab", buffering=0)
     since = log.tell()
@@ -283,7 +279,6 @@ def _launch_once(
             f"--- last {_TAIL_LINES} log lines ---\n{_tail(log_path)}"
         )
 
-    import httpx
 
     t0 = time.monotonic()
     deadline, delay = t0 + ready_timeout_s, 0.05
@@ -303,7 +298,7 @@ def _launch_once(
                         raise fail(f"port {engine_port} is already in use (engine exited with code {code})")
                     raise fail(f"engine exited with code {code} before it was ready")
                 if url is None and found:
-                    url = engine.base_url = _normalize_base_url(found[0])
+                    url = engine.base_url = normalize_base_url(found[0])
                 if url is not None and _http_ready(url[: -len("/v1")], health_paths, client):
                     if proc.poll() is None:
                         _note(log, f"ready at {url} after {time.monotonic() - t0:.2f} s")

@@ -21,6 +21,8 @@ import sys
 import threading
 from typing import Any, Optional, Sequence
 
+from pytest_goodput.engines.tinyllama import write_tiny_llama
+
 #: HTTP worker threads. llama.cpp's HTTP server gives each connection a thread of a fixed pool
 #: and keeps an idle keep-alive connection on it for 5 s; its default pool (slots + 2) is
 #: smaller than the 64 connections the load generator opens before a run, so the connections
@@ -81,8 +83,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if args.write_tiny_model and not os.path.exists(args.model):
-        from pytest_goodput.engines.tinyllama import write_tiny_llama
-
         write_tiny_llama(args.model)
     import xllamacpp
 

@@ -10,7 +10,11 @@ difference puts that next to the client's numbers, whatever the engine. Parsing 
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Mapping, Optional
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
     "COUNTERS", "GAUGES", "NEUTRAL_NAMES", "scrape", "parse", "delta", "neutral", "server_metrics",
@@ -59,7 +63,6 @@ _COUNTER_SUFFIXES = ("_total", "_count", "_sum")
 def metrics_url(base_url_or_metrics_url: str) -> str:
     """``http://h:p/v1`` or ``http://h:p`` → ``http://h:p/metrics``; a URL with a path other
     than ``/v1`` (e.g. TensorRT-LLM's ``/prometheus/metrics``) is used as given."""
-    import urllib.parse
 
     u = urllib.parse.urlsplit(base_url_or_metrics_url.rstrip("/"))
     path = u.path
@@ -74,7 +77,6 @@ def parse(text: str) -> dict[str, float]:
     Histogram buckets, quantiles and ``_created`` timestamps are dropped (summing them over
     labels means nothing); ``_sum`` and ``_count`` stay.
     """
-    from prometheus_client.parser import text_string_to_metric_families
 
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
@@ -89,7 +91,6 @@ def parse(text: str) -> dict[str, float]:
 
 def scrape(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[dict[str, float]]:
     """Fetch and parse ``/metrics``; ``None`` when the engine has no (reachable) endpoint."""
-    import httpx
 
     try:
         r = httpx.get(metrics_url(base_url_or_metrics_url), timeout=timeout_s, trust_env=False)

@@ -14,18 +14,20 @@ Two stamps decide accuracy:
   of a new one: that wait is client-side delay and shows up as send lag, not latency;
 * a read's time is taken by the connection's protocol in ``data_received`` — when the
   loop hands over the bytes — not when the reading task next gets its turn.
-
-Heavy imports are lazy so importing this module costs nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import os
 from time import perf_counter
 from typing import Any, Coroutine, TypeVar
+
+import aiohttp
+import httpx
 
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
@@ -167,8 +169,6 @@ class OpenAIClient:
         return f"OpenAIClient({self.base_url!r}, model={self.model!r}, api={self.api!r})"
 
     async def __aenter__(self) -> "OpenAIClient":
-        import aiohttp
-
         trace = aiohttp.TraceConfig()
         trace.on_request_chunk_sent.append(_stamp_sent)
         connector = aiohttp.TCPConnector(
@@ -273,9 +273,7 @@ class OpenAIClient:
     @staticmethod
     def _stale(exc: BaseException) -> bool:
         """A reused keep-alive connection that the server had already closed."""
-        import errno
 
-        import aiohttp
 
         if isinstance(exc, aiohttp.ServerDisconnectedError):
             return True
@@ -326,7 +324,6 @@ class OpenAIClient:
 
     async def list_models(self) -> list[str]:
         """Model ids served at ``GET /v1/models`` (control plane)."""
-        import httpx
 
         url = self.base_url + "/models"
         headers = {k: v for k, v in self._headers.items() if k == "Authorization"}
@@ -349,7 +346,6 @@ async def check_reachable(base_url: str, timeout_s: float = 5.0) -> None:
 
     Any HTTP status counts as reachable (a 401 or 404 still proves a server is listening).
     """
-    import httpx
 
     url = normalize_base_url(base_url) + "/models"
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import resource
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
@@ -306,7 +307,6 @@ def pool_size(spec: ScenarioSpec) -> int:
     An open loop without a ceiling has no in-flight bound; a pool smaller than its backlog
     would silently act as one, so it gets ``MAX_CONNECTIONS`` (the self-check flags a full pool).
     """
-    import resource
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     fd_cap = MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(64, soft - 128)

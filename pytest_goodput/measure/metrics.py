@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from typing import Iterable, Optional
 
+from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
 from pytest_goodput.schema.results import (
     ClientHealth,
     Distribution,
@@ -21,7 +22,6 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.stats import percentile_proof
 from pytest_goodput.stats.quantiles import percentile

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_goodput.engines import engine as eng
-from pytest_goodput.engines.engine import Engine
+from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.gating import gate
@@ -39,8 +39,6 @@ class GoodputSession:
     def engine(self) -> Engine:
         """The session's engine, started on first use (so ``--co`` starts nothing)."""
         if self._engine is None:
-            from pytest_goodput.engines.engine import select
-
             s = self.settings
             self._engine = select(
                 url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env

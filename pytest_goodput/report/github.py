@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping, Optional
 
+from pytest_goodput.report.terminal import failure_message
 from pytest_goodput.report.vocabulary import (
     fmt_change,
     metric_label,
     sorted_comparisons,
     sorted_outcomes,
 )
-from pytest_goodput.report.terminal import failure_message
 from pytest_goodput.schema.outcome import TestOutcome
 
 #: GitHub's per-step limit on the step summary file.

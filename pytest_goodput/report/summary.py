@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from tabulate import tabulate
+
 from pytest_goodput.schema.results import Distribution, RunResult
 
 
@@ -12,8 +14,6 @@ def _f(v: Optional[float], digits: int = 1) -> str:
 
 
 def render_result(result: RunResult) -> str:
-    from tabulate import tabulate
-
     spec = result.spec
     load = ", ".join(f"{k}={v:g}" for k, v in result.load.items()) or "-"
     head = [

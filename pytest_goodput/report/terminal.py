@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Optional, TextIO
 
+from tabulate import tabulate
+
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
     STATUSES,
@@ -79,8 +81,6 @@ def _shorten(name: str, limit: int, ascii: bool) -> str:
 
 
 def _summary_table(outcomes: list[TestOutcome], columns, name_limit: Optional[int], ascii: bool) -> str:
-    from tabulate import tabulate  # lazy: only when a report is rendered
-
     missing = "-" if ascii else "–"
     headers = ["test", "scenario", *(h for _, h in columns), "worst metric", "baseline", "current", "change", "verdict"]
     rows = []
@@ -118,8 +118,6 @@ def _headline(outcomes: list[TestOutcome]) -> str:
 
 
 def _metric_table(comparisons: list[MetricComparison], ascii: bool) -> str:
-    from tabulate import tabulate
-
     missing = "-" if ascii else "–"
     rows = []
     for c in comparisons:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from pytest_goodput.schema import registry
 
-
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
 

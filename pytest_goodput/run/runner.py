@@ -12,6 +12,7 @@ from pytest_goodput.engines.prometheus import scrape, server_metrics
 from pytest_goodput.load.drive import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
+from pytest_goodput.run.capacity import search
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -50,8 +51,6 @@ def measure(
     if spec.scenario == "sweep":
         return sweep(spec, engine, progress)
     if spec.scenario == "capacity":
-        from pytest_goodput.run.capacity import search
-
         return search(spec, engine, run_once, progress)
     # Repeats share the seed: same prompts and schedule, so their spread is run-to-run noise.
     runs = [run_once(spec, engine, progress) for _ in range(spec.repeats)]

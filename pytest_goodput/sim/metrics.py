@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
 
 def metrics_registry(engine: Any) -> Any:
     """vLLM-named gauges and counters read from ``engine.model`` at scrape time (no per-token cost)."""
-    from prometheus_client import CollectorRegistry
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     m = engine.model
     gauges = (

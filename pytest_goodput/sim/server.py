@@ -23,6 +23,12 @@ import time
 import zlib
 from typing import Any, Optional
 
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
 from pytest_goodput.sim import openai
 from pytest_goodput.sim.metrics import metrics_registry
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
@@ -192,8 +198,6 @@ class SimEngine:
 
 
 def _error(status: int, message: str) -> Any:
-    from starlette.responses import JSONResponse
-
     return JSONResponse(openai.error_body(status, message), status_code=status)
 
 
@@ -262,9 +266,6 @@ class _SSE:
 
 def build_app(engine: SimEngine) -> Any:
     """The starlette application serving the OpenAI-compatible routes and /metrics."""
-    from starlette.applications import Starlette
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
 
     name = engine.profile.model_name
     registry = metrics_registry(engine)
@@ -305,8 +306,6 @@ def build_app(engine: SimEngine) -> Any:
         return Response(status_code=200)
 
     async def metrics(_: Any) -> Any:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return Starlette(routes=[
@@ -327,8 +326,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _serve(profile: SimProfile, host: str, port: int, trace: Optional[str]) -> None:
-    import uvicorn
-
     engine = SimEngine(profile, trace)
     engine.start()
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
