@@ -1,9 +1,10 @@
-"""Engines: start a real server as a subprocess and read its Prometheus metrics.
+"""Engines (I/O): attach to, launch or simulate an engine, and read its Prometheus metrics.
 
+- ``engines.engine``: ``select()``, ``attach()``, ``launch()``, ``simulator()`` → ``Engine``.
 - ``engines.launch``: ``launch()`` → ``LaunchedEngine``; ``EngineStartError``.
 - ``engines.prometheus``: ``scrape()``, ``delta()``, ``server_metrics()``.
 - ``engines.llamacpp_server`` and ``engines.tinyllama``: llama.cpp's server from the
   ``xllamacpp`` wheel and a tiny random GGUF model, so CI can run a real engine on a CPU.
 
-Nothing is imported here: import the submodule you need (heavy dependencies stay lazy).
+Nothing is imported here: import the submodule you need.
 """

@@ -29,6 +29,11 @@ from typing import Any, Coroutine, TypeVar
 import aiohttp
 import httpx
 
+try:  # aiohttp internals; without them reads are stamped in the reading task instead
+    from aiohttp.client_proto import ResponseHandler
+except ImportError:  # pragma: no cover
+    ResponseHandler = None
+
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
 
@@ -102,9 +107,7 @@ def _stamped_handler_factory(connector: Any, loop: asyncio.AbstractEventLoop) ->
     the server. Falls back silently (reads stamped in the task) if aiohttp's internals
     differ from the version this was written against.
     """
-    try:
-        from aiohttp.client_proto import ResponseHandler
-    except ImportError:  # pragma: no cover
+    if ResponseHandler is None:  # pragma: no cover
         return
     if not hasattr(connector, "_factory"):  # pragma: no cover
         return
