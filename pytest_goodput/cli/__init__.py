@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("base")
     cmp_.add_argument("new")
     cmp_.add_argument("--report", help="write the Markdown report here")
+    cmp_.add_argument("--json", help="write every outcome (verdicts, intervals, SLOs) here as JSON")
     cmp_.add_argument("--strict", action="store_true")
     cmp_.add_argument("--tolerance", type=float)
     fr = sub.add_parser("frontier", help="frontier of a sweep result; compare and plot")

@@ -10,6 +10,7 @@ the plugin's gate: identity, SLOs, metrics, frontiers and capacities. Exit statu
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from pytest_goodput.judge.judge import Policy, fails, judge
@@ -31,4 +32,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     print(render_summary(outcomes))
     if ns.report:
         write_atomic(Path(ns.report), render_markdown(outcomes))
+    if ns.json:
+        doc = {"schema_version": 1, "outcomes": [o.model_dump(mode="json") for o in outcomes]}
+        write_atomic(Path(ns.json), json.dumps(doc, indent=1) + "\n")
     return 1 if any(fails(o, policy) for o in outcomes) else 0
