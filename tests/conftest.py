@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from pytest_goodput.engines.engine import simulator
+
 SIM = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -21,3 +23,10 @@ def sim_url():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def slow_sim_url():
+    """A simulator twice as slow as the default one, for regressions the gate must catch."""
+    with simulator(slowdown=2.0) as eng:
+        yield eng.base_url

@@ -17,7 +17,6 @@ import pytest
 import pytest_goodput.load.drive  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
-from pytest_goodput.engines.engine import simulator
 from pytest_goodput.judge import Policy, fails, from_results, judge
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema import outcome as outcome_schema
@@ -36,18 +35,6 @@ def test_server(goodput):
 def test_sweep(goodput):
     goodput.run()
 """
-
-
-@pytest.fixture(scope="module")
-def sim_url():
-    with simulator() as eng:
-        yield eng.base_url
-
-
-@pytest.fixture(scope="module")
-def slow_sim_url():
-    with simulator(slowdown=1.6) as eng:
-        yield eng.base_url
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

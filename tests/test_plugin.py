@@ -33,12 +33,6 @@ def sim_url():
         yield eng.base_url
 
 
-@pytest.fixture(scope="module")
-def slow_sim_url():
-    with simulator(slowdown=2.0) as eng:
-        yield eng.base_url
-
-
 def write_test(pytester: pytest.Pytester, body: str, name: str = "test_perf") -> None:
     pytester.makepyfile(**{name: "import pytest\n\n" + body})
 

@@ -1,14 +1,8 @@
 """Driving one run: requests sent on schedule (open loop), by users (closed loop) or all at once.
 
-Open loop (server, interactive): request ``i`` is sent at the absolute deadline
-``t0 + offset[i]`` of a precomputed, seeded schedule (``schedule.py``), whatever the server
-is doing; an optional concurrency ceiling makes a request wait for a free slot, and that
-wait counts in its send lag. Closed loop (concurrency): N users, each sending its next
-request when its last one ends. Offline: every request at t0 (warm-up first, as a batch of
-its own), optionally capped by a concurrency ceiling. ``docs/scenarios.md`` is the contract.
-
-The hot path only sends and stamps times: prompts are built before the run and raw
-exchanges are parsed into records after it.
+The loops behind ``scenario.run_scenario`` and the worker processes of ``shard``: each
+sends raw requests through anything with ``async send(plan)`` and keeps the raw
+exchanges; parsing happens after the run. ``docs/scenarios.md`` is the contract.
 """
 
 from __future__ import annotations
