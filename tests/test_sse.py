@@ -125,3 +125,25 @@ def test_byte_order_mark_is_dropped_even_when_split() -> None:
 
 def test_empty_feeds_are_harmless() -> None:
     assert parse_all([b"", b"data: x\n", b"", b"\n", b""]) == ["x"]
+
+
+def test_a_line_over_the_limit_raises_even_when_fed_byte_by_byte():
+    from pytest_goodput.measure.sse import SSELimitError
+
+    p = SSEParser(max_line_bytes=100)
+    line = b"data: " + b"x" * 94  # exactly 100 bytes: allowed
+    for i in range(len(line)):
+        assert p.feed(line[i : i + 1]) == []
+    assert p.feed(b"\n\n") == ["x" * 94]
+    p = SSEParser(max_line_bytes=100)
+    with pytest.raises(SSELimitError, match="longer than 100 bytes"):
+        for b in b"data: " + b"x" * 95:
+            p.feed(bytes([b]))
+
+
+def test_an_event_over_the_limit_raises():
+    from pytest_goodput.measure.sse import SSELimitError
+
+    p = SSEParser(max_line_bytes=100)
+    with pytest.raises(SSELimitError, match="event"):
+        p.feed(b"data: " + b"x" * 60 + b"\n" + b"data: " + b"y" * 60 + b"\n")
