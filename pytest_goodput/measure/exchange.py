@@ -15,6 +15,9 @@ class RequestPlan:
     max_tokens: int  # requested output length
     scheduled_at: float  # absolute perf_counter() deadline the schedule meant to send at
     warmup: bool = False
+    # set by the open-loop driver: the schedule, not the client, decides when a request is
+    # due, so its TTFT and E2E count from ``scheduled_at`` (docs/metrics.md)
+    open_loop: bool = False
 
 
 @dataclass(slots=True)
@@ -26,5 +29,8 @@ class RawExchange:
     end_at: float | None  # perf_counter at end of stream / body / failure
     status: int | None
     reads: list[tuple[float, bytes]] = field(default_factory=list)  # (perf_counter, bytes)
-    error_kind: str | None = None  # "timeout" | "transport"; the rest is decided in record.py
+    # "timeout" | "transport" | "malformed_stream" (body over its byte limit); the rest is
+    # decided in record.py
+    error_kind: str | None = None
     error_detail: str | None = None
+    retries: int = 0  # resends on a fresh connection after a write that never completed

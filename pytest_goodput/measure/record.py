@@ -7,8 +7,12 @@ Pure: no I/O. Definitions follow ``docs/metrics.md``:
   ``delta.content`` / ``delta.reasoning_content`` / ``delta.reasoning`` (chat); role-only
   and empty chunks do not count, so TTFT is never a role-only first chunk;
 * output tokens come from the last ``usage`` object, else a tokenizer over the text,
-  else the number of content chunks (``token_count_source`` says which);
-* TPOT = (t_last - t_first) / (N - 1) for N >= 2;
+  else the number of content chunks (``token_count_source`` says which); a usage count
+  that is not a positive integer, or above ``max(USAGE_TOKEN_FACTOR x requested, chunks)``,
+  makes the stream malformed (it would also size the ITL list);
+* TTFT and E2E count from ``sent_at``, or from ``scheduled_at`` for open-loop plans;
+* TPOT = (t_last - t_first) / (N - 1) for N >= 2, undefined (``tokens_at_once``) when
+  all N tokens arrived at one instant;
 * ITL holds one value per token after the first content chunk: each gap between
   content chunks is divided evenly over the tokens the later chunk carries (see
   :func:`itl_ms`). When the first chunk carries one token, ``mean(itl) == TPOT``.
@@ -25,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from pytest_goodput.measure.sse import SSEParser
+from pytest_goodput.measure.sse import SSELimitError, SSEParser
 from pytest_goodput.schema.results import RequestRecord
 
 if TYPE_CHECKING:
@@ -34,6 +38,8 @@ if TYPE_CHECKING:
 Tokenizer = Callable[[str], int]
 _EXCERPT = 200
 _SPACES = re.compile(r"\s+")
+#: ``usage.completion_tokens`` above max(this x requested tokens, content chunks) is not believed.
+USAGE_TOKEN_FACTOR = 4
 
 
 @dataclass(slots=True)
@@ -62,10 +68,16 @@ def _choice_text(choice: Any) -> str:
     for key in ("delta", "message"):
         body = choice.get(key)
         if isinstance(body, dict):
-            for name in ("reasoning_content", "reasoning", "content"):
+            # vLLM sends the same reasoning text under both names while it renames the
+            # field: take one of them, never both
+            for name in ("reasoning_content", "reasoning"):
                 value = body.get(name)
-                if isinstance(value, str):
+                if isinstance(value, str) and value:
                     parts += value
+                    break
+            value = body.get("content")
+            if isinstance(value, str):
+                parts += value
     return parts
 
 
@@ -100,16 +112,20 @@ def parse_stream(reads: list[tuple[float, bytes]]) -> ParsedResponse:
     parser = SSEParser()
     events = 0
     last_t = 0.0
-    for t, data in reads:
-        last_t = t
-        for payload in parser.feed(data):
+    try:
+        for t, data in reads:
+            last_t = t
+            for payload in parser.feed(data):
+                events += 1
+                if _stream_payload(payload, t, out):
+                    return out
+        for payload in parser.finish():
             events += 1
-            if _stream_payload(payload, t, out):
+            if _stream_payload(payload, last_t, out):
                 return out
-    for payload in parser.finish():
-        events += 1
-        if _stream_payload(payload, last_t, out):
-            return out
+    except SSELimitError as exc:
+        out.problem = str(exc)
+        return out
     if events == 0:
         body = b"".join(d for _, d in reads)
         shown = _excerpt(body[:400].decode("utf-8", "replace"))
@@ -124,7 +140,7 @@ def _stream_payload(payload: str, t: float, out: ParsedResponse) -> bool:
         return False
     try:
         obj = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         out.problem = f"non-JSON event: {_excerpt(stripped, 80)!r}"
         return True
     out.problem = _take_event(obj, t, out)
@@ -137,7 +153,7 @@ def parse_body(reads: list[tuple[float, bytes]], t: float) -> ParsedResponse:
     body = b"".join(d for _, d in reads)
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         shown = _excerpt(body[:400].decode("utf-8", "replace"))
         out.problem = f"response is not JSON: {shown!r}" if body else "empty response body"
         return out
@@ -151,7 +167,7 @@ def http_error_detail(status: int, reads: list[tuple[float, bytes]]) -> str:
     msg = body
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):
         err = obj.get("error", obj)
@@ -199,22 +215,41 @@ def itl_ms(
     return out
 
 
+def _usage_count(value: Any, requested: int, chunks: int) -> tuple[Optional[int], Optional[str]]:
+    """``usage.completion_tokens`` if it is believable, else (None, why not)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None, f"usage.completion_tokens is not an integer: {_excerpt(repr(value), 40)}"
+    if value <= 0:
+        return None, f"usage.completion_tokens is {value} but {chunks} content chunk(s) arrived"
+    most = max(USAGE_TOKEN_FACTOR * requested, chunks)
+    if value > most:
+        return None, (
+            f"usage.completion_tokens {value} is implausible: {requested} requested, {chunks} "
+            f"content chunk(s) streamed (at most {most} accepted)"
+        )
+    return value, None
+
+
 def _count_tokens(
-    parsed: ParsedResponse, stream: bool, tokenizer: Tokenizer | None
-) -> tuple[int, str, bool]:
-    """(output tokens, source, exact_enough_for_short_output_check)."""
+    parsed: ParsedResponse, stream: bool, tokenizer: Tokenizer | None, requested: int
+) -> tuple[int, str, bool, Optional[str]]:
+    """(output tokens, source, exact_enough_for_short_output_check, problem with usage)."""
     usage = parsed.usage or {}
-    completion = usage.get("completion_tokens")
-    if isinstance(completion, int) and not isinstance(completion, bool):
-        return completion, "usage", True
+    problem = None
+    if usage.get("completion_tokens") is not None and parsed.times:
+        n, problem = _usage_count(usage["completion_tokens"], requested, len(parsed.times))
+        if n is not None:
+            return n, "usage", True, None
     if tokenizer is not None:
-        return tokenizer("".join(parsed.texts)), "tokenizer", True
+        return tokenizer("".join(parsed.texts)), "tokenizer", True, problem
     if stream:
         # A chunk may carry several tokens (stream intervals, speculative decoding): the
         # count is a lower bound, so it cannot prove an output was short.
-        return len(parsed.times), "chunks", False
+        return len(parsed.times), "chunks", False, problem
     # one JSON body without usage: ~4 characters per token, too rough to fail a request on
-    return max(1, round(len("".join(parsed.texts)) / 4)), "chunks", False
+    return max(1, round(len("".join(parsed.texts)) / 4)), "chunks", False, problem
 
 
 def _ms(a: float | None, b: float | None) -> float | None:
@@ -228,14 +263,19 @@ def to_record(
     api: str,
     tokenizer: Tokenizer | None = None,
     min_output_tokens: int | None = None,
+    from_schedule: bool | None = None,
 ) -> RequestRecord:
     """Turn one raw exchange into a record; failures are recorded, never dropped.
 
-    ``api`` is accepted for symmetry with the client: both completion and chat chunk
-    shapes are recognised whichever endpoint was called.
+    ``from_schedule``: TTFT and E2E count from the plan's ``scheduled_at`` instead of
+    ``sent_at`` (open loop; the default is the plan's own ``open_loop`` flag). ``api`` is
+    accepted for symmetry with the client: both completion and chat chunk shapes are
+    recognised whichever endpoint was called.
     """
     del api
     plan = ex.plan
+    if from_schedule is None:
+        from_schedule = plan.open_loop
     rec: dict[str, Any] = dict(
         index=plan.index,
         warmup=plan.warmup,
@@ -246,6 +286,8 @@ def to_record(
         requested_output_tokens=plan.max_tokens,
         prompt_tokens=plan.prompt_tokens,
         send_lag_ms=_ms(ex.sent_at, plan.scheduled_at),
+        latency_from="scheduled_at" if from_schedule else "sent_at",
+        retries=ex.retries,
     )
     status = ex.status
     if status is not None and status >= 400 and ex.error_kind is None:
@@ -258,7 +300,7 @@ def to_record(
         t_body = ex.end_at if ex.end_at is not None else (ex.reads[-1][0] if ex.reads else 0.0)
         parsed = parse_body(ex.reads, t_body)
     rec["response_id"] = parsed.response_id
-    n, source, exact = _count_tokens(parsed, stream, tokenizer)
+    n, source, exact, usage_problem = _count_tokens(parsed, stream, tokenizer, plan.max_tokens)
     if parsed.times:
         rec.update(
             output_tokens=n,
@@ -267,9 +309,9 @@ def to_record(
             first_token_at=parsed.times[0],
             last_token_at=parsed.times[-1],
         )
-    usage = parsed.usage or {}
-    if isinstance(usage.get("prompt_tokens"), int):
-        rec["prompt_tokens"] = usage["prompt_tokens"]
+    prompt = (parsed.usage or {}).get("prompt_tokens")
+    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
+        rec["prompt_tokens"] = prompt
 
     kind, detail = ex.error_kind, ex.error_detail
     if kind is None and status is None:
@@ -278,6 +320,8 @@ def to_record(
         kind, detail = "malformed_stream", parsed.problem
     if kind is None and not parsed.times:
         kind, detail = "malformed_stream", "response carried no generated content"
+    if kind is None and usage_problem is not None:
+        kind, detail = "malformed_stream", usage_problem
     if kind is None and min_output_tokens is not None and exact and n < min_output_tokens:
         kind, detail = "short_output", f"{n} output tokens ({source}), {min_output_tokens} required"
     if kind is not None:
@@ -286,13 +330,28 @@ def to_record(
     first, last = parsed.times[0], parsed.times[-1]
     if not stream:
         first = last = rec["first_token_at"] = rec["last_token_at"] = t_body
+    # n >= 2 tokens that all arrived at one instant (one chunk, one read, or a whole body):
+    # no time passed between them, so TPOT and ITL are undefined rather than zero
+    at_once = n >= 2 and last == first
+    origin = plan.scheduled_at if from_schedule else ex.sent_at
     rec.update(
-        ttft_ms=_ms(first, ex.sent_at),
-        e2e_ms=_ms(ex.end_at, ex.sent_at),
-        tpot_ms=(last - first) * 1000.0 / (n - 1) if stream and n >= 2 else None,
-        itl_ms=itl_ms(parsed.times, parsed.texts, n, tokenizer) if stream else [],
+        ttft_ms=_ms(first, origin),
+        e2e_ms=_ms(ex.end_at, origin),
+        ttft_sent_ms=_ms(first, ex.sent_at),
+        e2e_sent_ms=_ms(ex.end_at, ex.sent_at),
+        tpot_ms=(last - first) * 1000.0 / (n - 1) if stream and n >= 2 and not at_once else None,
+        itl_ms=itl_ms(parsed.times, parsed.texts, n, tokenizer) if stream and not at_once else [],
+        tokens_at_once=at_once,
     )
     return RequestRecord(ok=True, **rec)
 
 
-__all__ = ["ParsedResponse", "http_error_detail", "itl_ms", "parse_body", "parse_stream", "to_record"]
+__all__ = [
+    "USAGE_TOKEN_FACTOR",
+    "ParsedResponse",
+    "http_error_detail",
+    "itl_ms",
+    "parse_body",
+    "parse_stream",
+    "to_record",
+]

@@ -17,6 +17,8 @@ RESULT_SCHEMA_VERSION = 1
 ErrorKind = Literal["http_status", "timeout", "transport", "malformed_stream", "short_output"]
 ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "transport", "malformed_stream", "short_output")
 TokenCountSource = Literal["usage", "tokenizer", "chunks"]
+LatencyOrigin = Literal["sent_at", "scheduled_at"]
+WindowBasis = Literal["arrivals", "steady_state", "sends"]
 
 
 class _Model(BaseModel):
@@ -49,6 +51,16 @@ class RequestRecord(_Model):
     send_lag_ms: Optional[float] = None
     itl_ms: list[float] = Field(default_factory=list)
     good: Optional[bool] = None
+    latency_from: LatencyOrigin = Field(
+        "sent_at", description="what ttft_ms and e2e_ms count from: sent_at, or scheduled_at (open loop)"
+    )
+    ttft_sent_ms: Optional[float] = Field(None, description="first_token_at - sent_at (diagnosis)")
+    e2e_sent_ms: Optional[float] = Field(None, description="end_at - sent_at (diagnosis)")
+    tokens_at_once: bool = Field(
+        False, description="two or more output tokens arrived at one instant (one content chunk, "
+        "one read or a whole body): TPOT and ITL are undefined"
+    )
+    retries: int = Field(0, description="resends on a fresh connection of a request never written")
 
 
 class Distribution(_Model):
@@ -112,12 +124,27 @@ class ClientHealth(_Model):
     loop_lag_ms: Distribution = Field(default_factory=Distribution)
     send_lag_p99_ms: Optional[float] = None
     workers: int = 1
+    requests: int = Field(0, description="requests the client sent (warm-up included)")
+    failed: int = Field(0, description="of which the engine failed (HTTP status >= 400, transport, timeout)")
+    retries: int = Field(0, description="requests resent on a fresh connection (never written the first time)")
+    loop_lag_p99_ms: Optional[float] = Field(
+        None, description="the event-loop lag P99 judged: this process's, or the worst worker's"
+    )
+    loop_lag_limit_ms: Optional[float] = Field(None, description="the limit it was judged against")
+    notes: list[str] = Field(default_factory=list, description="observations that do not invalidate the run")
 
 
 class Window(_Model):
+    """The time the run's rates divide by (``docs/metrics.md``, "Per run")."""
+
     start: float
     end: float
     seconds: float
+    basis: Optional[WindowBasis] = None
+    steady_requests: Optional[float] = Field(
+        None, description="steady_state: the measured requests' share inside [start, end] (each "
+        "counts the fraction of its send-to-end time that lies inside)"
+    )
 
 
 class RunResult(_Model):
