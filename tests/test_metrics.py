@@ -66,12 +66,13 @@ def test_run_metrics_hand_computed():
         rec(4, sent=2.5, ok=False, kind="http_status", e2e=0),  # failed, ends at 2.5
     ]
     r = summarize(records, spec, HEALTHY, load={"rate": 2})
-    # window: first measured send 1.0 .. last end 3.0 (rec 3: 2.0 + 1.0 s)
-    assert r.window.start == 1.0 and r.window.end == 3.0 and r.window.seconds == 2.0
+    # open loop: the window is the measured arrivals' span, 1.0 .. 2.5 (the drain is not in it)
+    assert (r.window.start, r.window.end, r.window.seconds) == (1.0, 2.5, 1.5)
+    assert r.window.basis == "arrivals"
     assert (r.issued, r.completed) == (4, 3)
-    assert r.throughput.requests_per_s == pytest.approx(1.5)
-    assert r.throughput.output_tokens_per_s == pytest.approx(33 / 2)
-    assert r.throughput.total_tokens_per_s == pytest.approx((33 + 300) / 2)
+    assert r.throughput.requests_per_s == pytest.approx(3 / 1.5)
+    assert r.throughput.output_tokens_per_s == pytest.approx(33 / 1.5)
+    assert r.throughput.total_tokens_per_s == pytest.approx((33 + 300) / 1.5)
     assert r.metrics.ttft_ms.p50 == 12 and r.metrics.ttft_ms.max == 20
     assert r.metrics.ttft_ms.mean == pytest.approx(14)
     assert r.failures == {"http_status": 1}
@@ -79,8 +80,8 @@ def test_run_metrics_hand_computed():
     assert g is not None
     assert (g.good, g.issued) == (1, 4)
     assert g.attainment == 0.25  # the failure counts in the denominator
-    assert g.requests_per_s == pytest.approx(0.5)
-    assert g.tokens_per_s == pytest.approx(11 / 2)
+    assert g.requests_per_s == pytest.approx(1 / 1.5)
+    assert g.tokens_per_s == pytest.approx(11 / 1.5)
     assert g.met is False
     assert r.requests[0].good is True  # warm-up records are kept, judged, but not measured
 
