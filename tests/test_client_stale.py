@@ -1,4 +1,7 @@
-"""A keep-alive connection the server closed while idle is retried on a fresh one."""
+"""A kept-alive connection the server drops after reading a request: a failure, not a retry.
+
+(A connection the server had closed *before* the request was written is resent on a fresh
+one: ``test_faults_connection.py``.)"""
 
 from __future__ import annotations
 
@@ -36,7 +39,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ser
         await writer.drain()
 
 
-def test_stale_keepalive_connection_is_retried():
+def test_request_read_then_dropped_on_a_kept_alive_connection_fails_and_is_not_resent():
+    """The server reads the second request on a connection and closes it without answering.
+    That request reached the server: resending it would hide the loss (and re-stamp its send
+    time), so it is a transport failure. The third request opens a new connection."""
     async def main():
         served: list = []
         server = await asyncio.start_server(lambda r, w: _serve(r, w, served), "127.0.0.1", 0)
@@ -50,18 +56,6 @@ def test_stale_keepalive_connection_is_retried():
 
     served, exchanges = run(main())
     records = [to_record(ex, stream=True, api="completions", min_output_tokens=2) for ex in exchanges]
-    assert [r.ok for r in records] == [True, True, True], [r.error_detail for r in records]
-    assert len(served) == 3 and all(r.output_tokens == 2 for r in records)
-
-
-def test_llamacpp_style_closed_connection_counts_as_stale():
-    """llama.cpp closes the connection after each stream while announcing keep-alive: the
-    next write fails with errno None, caused by a ConnectionResetError; it is resent."""
-    import aiohttp
-
-    from pytest_goodput.load.client import OpenAIClient
-
-    exc = aiohttp.ClientOSError(None, "Can not write request body")
-    exc.__cause__ = aiohttp.ClientConnectionResetError("Cannot write to closing transport")
-    assert OpenAIClient._stale(exc)
-    assert not OpenAIClient._stale(aiohttp.ClientOSError(None, "other"))
+    assert [r.ok for r in records] == [True, False, True], [r.error_detail for r in records]
+    assert records[1].error_kind == "transport" and records[1].sent_at is not None
+    assert len(served) == 2 and [r.retries for r in records] == [0, 0, 0]

@@ -14,12 +14,18 @@ Two stamps decide accuracy:
   of a new one: that wait is client-side delay and shows up as send lag, not latency;
 * a read's time is taken by the connection's protocol in ``data_received`` — when the
   loop hands over the bytes — not when the reading task next gets its turn.
+
+A server cannot make the client unbounded: a response may hold at most
+``response_byte_limit(max_tokens)`` bytes (each read also counts ``READ_OVERHEAD``), beyond
+which reading stops and the request is a ``malformed_stream``; an error body is cut at
+``ERROR_BODY_LIMIT``. A request is resent (once, on a fresh connection, counted in
+``retries``) only when it provably never reached the server (``_unsent``); a request the
+server read and then dropped is a ``transport`` failure.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import functools
 import json
 import os
@@ -44,8 +50,21 @@ APIS = ("completions", "chat")
 CONNECT_TIMEOUT_S = 10.0
 #: Bytes of an error response (HTTP status >= 400) kept for the record's excerpt.
 ERROR_BODY_LIMIT = 64 * 1024
-#: Fresh-connection retries when a reused keep-alive connection turns out closed.
-STALE_RETRIES = 2
+#: A response may hold max(MIN_RESPONSE_BYTES, RESPONSE_BYTES_PER_TOKEN x max_tokens) bytes...
+MIN_RESPONSE_BYTES = 1 << 20
+RESPONSE_BYTES_PER_TOKEN = 8 * 1024
+#: ...where each read also counts this much, for its time stamp and bookkeeping.
+READ_OVERHEAD = 128
+#: Resends, on a fresh connection, of a request whose write failed (never read by the server).
+UNSENT_RETRIES = 1
+#: aiohttp's words for a write that failed (3.9-3.14): the request never fully left the client.
+_WRITE_FAILED = ("Can not write request body", "Cannot write to closing transport",
+                 "Failed to send bytes into the underlying connection")
+
+
+def response_byte_limit(max_tokens: int) -> int:
+    """Bytes (plus ``READ_OVERHEAD`` per read) a response to ``max_tokens`` tokens may hold."""
+    return max(MIN_RESPONSE_BYTES, RESPONSE_BYTES_PER_TOKEN * max_tokens)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -165,23 +184,25 @@ class OpenAIClient:
             **auth,
         }
         self._session: Any = None
+        self._fresh: Any = None  # never reuses a connection: for resends
         self._errors: tuple[type[BaseException], ...] = ()
         self._connect_timeout_error: type[BaseException] = TimeoutError
 
     def __repr__(self) -> str:  # never shows the API key
         return f"OpenAIClient({self.base_url!r}, model={self.model!r}, api={self.api!r})"
 
-    async def __aenter__(self) -> "OpenAIClient":
+    def _new_session(self, *, force_close: bool) -> Any:
         trace = aiohttp.TraceConfig()
         trace.on_request_chunk_sent.append(_stamp_sent)
+        # A response with "Connection: close" is never reused (aiohttp's parser marks it).
         connector = aiohttp.TCPConnector(
-            limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300, force_close=False
+            limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300, force_close=force_close
         )
         _stamped_handler_factory(connector, asyncio.get_running_loop())
         timeout = aiohttp.ClientTimeout(
             total=self.timeout_s, sock_connect=min(self.timeout_s, CONNECT_TIMEOUT_S)
         )
-        self._session = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=connector,
             timeout=timeout,
             trace_configs=[trace],
@@ -190,6 +211,10 @@ class OpenAIClient:
             skip_auto_headers=("Accept-Encoding",),
             raise_for_status=False,
         )
+
+    async def __aenter__(self) -> "OpenAIClient":
+        self._session = self._new_session(force_close=False)
+        self._fresh = self._new_session(force_close=True)
         self._errors = (aiohttp.ClientError, OSError)
         # aiohttp < 3.10 has no ConnectionTimeoutError; there ServerTimeoutError means a
         # sock_connect/sock_read timeout, and only sock_connect is set here
@@ -197,9 +222,10 @@ class OpenAIClient:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._fresh):
+            if session is not None:
+                await session.close()
+        self._session = self._fresh = None
 
     def build_body(self, plan: RequestPlan) -> bytes:
         """The JSON request body for ``plan`` (serialized before ``sent_at`` is stamped)."""
@@ -230,31 +256,32 @@ class OpenAIClient:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         data = self.build_body(plan)
         ex = RawExchange(plan, None, None, None, [], None, None)
-        for attempt in range(STALE_RETRIES + 1):
+        while True:
             try:
                 await self._exchange(session, data, ex)
-                break
             except asyncio.CancelledError:
                 raise
             except self._connect_timeout_error as exc:
                 self._fail(ex, "transport", f"connect timeout to {self._url}: {_describe(exc)}")
-                break
             except asyncio.TimeoutError:
                 self._fail(ex, "timeout", f"no complete response within {self.timeout_s:g} s")
-                break
             except self._errors as exc:
-                if attempt < STALE_RETRIES and ex.status is None and not ex.reads and self._stale(exc):
-                    # The server closed an idle keep-alive connection as we reused it: the
-                    # request never reached it. Send again on a fresh connection, stamped anew.
+                if ex.retries < UNSENT_RETRIES and self._unsent(exc, ex):
+                    # The server had closed a kept-alive connection before the request was
+                    # written, so it cannot have read it. Send it again on a new connection;
+                    # the send time is stamped anew (the failed attempt shows as send lag)
+                    # and the retry is counted.
                     ex.sent_at = None
+                    ex.retries += 1
+                    session = self._fresh
                     continue
                 self._fail(ex, "transport", f"{self._url}: {_describe(exc)}")
-                break
-        return ex
+            return ex
 
     async def _exchange(self, session: Any, data: bytes, ex: RawExchange) -> None:
         append = ex.reads.append
         clock = perf_counter
+        limit = budget = response_byte_limit(ex.plan.max_tokens)
         async with session.post(
             self._url, data=data, headers=self._headers, trace_request_ctx=ex
         ) as resp:
@@ -263,29 +290,39 @@ class OpenAIClient:
             if resp.status >= 400:
                 await self._read_error_body(resp, ex)
                 ex.end_at = clock()
-            elif hasattr(proto, "read_at"):
+                return
+            stamped = hasattr(proto, "read_at")
+            async for chunk in resp.content.iter_any():
                 # the hot path: the time the loop received the bytes, and the bytes
-                async for chunk in resp.content.iter_any():
-                    append((proto.read_at, chunk))
-                ex.end_at = proto.read_at if ex.reads else clock()
-            else:
-                async for chunk in resp.content.iter_any():
-                    append((clock(), chunk))
-                ex.end_at = clock()
+                append((proto.read_at if stamped else clock(), chunk))
+                budget -= len(chunk) + READ_OVERHEAD
+                if budget < 0:  # leaving the block unread closes the connection
+                    return self._fail(ex, "malformed_stream", f"response over {limit} bytes "
+                                      f"for {ex.plan.max_tokens} requested tokens: reading stopped")
+            ex.end_at = proto.read_at if stamped and ex.reads else clock()
 
     @staticmethod
-    def _stale(exc: BaseException) -> bool:
-        """A reused keep-alive connection that the server had already closed."""
+    def _unsent(exc: BaseException, ex: RawExchange) -> bool:
+        """The request provably never reached the server, so it may be sent again.
 
-
-        if isinstance(exc, aiohttp.ServerDisconnectedError):
+        Either no byte of its body was handed to the connection (the write hook that stamps
+        ``sent_at`` never fired: the connection was found closed first), or aiohttp reports
+        that the write itself failed. Never after a status or a read, and not after a
+        failed connect (a fresh one would fail alike). A server that read the request and
+        then closed the connection (``ServerDisconnectedError`` after the write, a reset
+        while reading) is not covered: that request reached it, and its loss is a failure.
+        """
+        if ex.status is not None or ex.reads or isinstance(exc, aiohttp.ClientConnectorError):
+            return False
+        if ex.sent_at is None:
             return True
-        # llama.cpp closes a kept-alive connection after each stream; aiohttp then fails the
-        # next write with errno None, caused by a ConnectionResetError.
-        return isinstance(exc, aiohttp.ClientOSError) and (
-            exc.errno in (errno.ECONNRESET, errno.EPIPE)
-            or isinstance(exc.__cause__, ConnectionResetError)
-        )
+        seen = 0
+        while exc is not None and seen < 8:
+            if isinstance(exc, (aiohttp.ClientError, OSError)) and any(w in str(exc) for w in _WRITE_FAILED):
+                return True
+            exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+            seen += 1
+        return False
 
     async def open_connections(self, n: int) -> int:
         """Open up to ``n`` keep-alive connections ahead of a run; return how many succeeded.
@@ -327,7 +364,6 @@ class OpenAIClient:
 
     async def list_models(self) -> list[str]:
         """Model ids served at ``GET /v1/models`` (control plane)."""
-
         url = self.base_url + "/models"
         headers = {k: v for k, v in self._headers.items() if k == "Authorization"}
         try:
@@ -349,7 +385,6 @@ async def check_reachable(base_url: str, timeout_s: float = 5.0) -> None:
 
     Any HTTP status counts as reachable (a 401 or 404 still proves a server is listening).
     """
-
     url = normalize_base_url(base_url) + "/models"
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as hc:
@@ -360,12 +395,5 @@ async def check_reachable(base_url: str, timeout_s: float = 5.0) -> None:
         raise ConnectionError(f"cannot reach {url}: {_describe(exc)}") from None
 
 
-__all__ = [
-    "OpenAIClient",
-    "RawExchange",
-    "RequestPlan",
-    "check_reachable",
-    "new_event_loop",
-    "normalize_base_url",
-    "run",
-]
+__all__ = ["OpenAIClient", "RawExchange", "RequestPlan", "check_reachable", "new_event_loop",
+           "normalize_base_url", "response_byte_limit", "run"]
