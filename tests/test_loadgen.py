@@ -166,3 +166,42 @@ def test_self_check_flags_a_starved_client_and_passes_a_light_one(sim_url):
     healthy = [run_scenario(spec, sim_url, "sim").client for _ in range(3)]
     assert any(h.valid for h in healthy), [h.reasons for h in healthy]
     assert all(h.cpu_utilization < 0.5 for h in healthy)
+
+
+def test_cpu_is_not_judged_over_a_few_milliseconds():
+    """A 4-request run: start-up CPU over a few ms must not flip valid/invalid."""
+    short = judge(cpu_utilization=0.99, loop_lags_ms=[0.5] * 30, send_lags_ms=[0.1] * 4,
+                  open_loop=False, wall_s=0.004, requests=4)
+    assert short.valid and short.reasons == []
+    long = judge(cpu_utilization=0.99, loop_lags_ms=[0.5] * 300, send_lags_ms=[0.1] * 400,
+                 open_loop=False, wall_s=5.0, requests=400, failed=3)
+    assert not long.valid and "load generator was saturated" in long.reasons[0]
+
+
+def test_an_engine_failing_fast_is_not_a_saturated_client():
+    h = judge(cpu_utilization=0.99, loop_lags_ms=[12.0] * 300, send_lags_ms=[0.1] * 200,
+              open_loop=False, wall_s=5.0, requests=200, failed=200)
+    assert h.valid and h.reasons == [] and (h.requests, h.failed) == (200, 200)
+    assert h.notes[0].startswith("the engine failed 200 of 200 requests")
+
+
+def test_open_loop_plans_count_latency_from_the_schedule_closed_loop_plans_do_not():
+    c = FakeClient(0.001)
+    out = fake_run(ScenarioSpec(scenario="server", rate=200, arrival="constant", requests=5), c)
+    assert all(ex.plan.open_loop for ex in out.exchanges)
+    out = fake_run(ScenarioSpec(scenario="concurrency", concurrency=2, requests=5), c)
+    assert not any(ex.plan.open_loop for ex in out.exchanges)
+    out = fake_run(ScenarioSpec(scenario="offline", requests=3), c)
+    assert not any(ex.plan.open_loop for ex in out.exchanges)
+
+
+def test_closed_loop_driver_chains_each_users_requests():
+    """The steady-state window follows users through their chains: every request after a
+    user's first is scheduled at the exact end of its previous one."""
+    c = FakeClient(0.002)
+    out = fake_run(ScenarioSpec(scenario="concurrency", concurrency=3, requests=12, warmup_requests=3), c)
+    ends = {ex.end_at for ex in out.exchanges}
+    heads = [ex for ex in out.exchanges if ex.plan.scheduled_at not in ends]
+    tails = [ex for ex in out.exchanges if ex.end_at not in {e.plan.scheduled_at for e in out.exchanges}]
+    assert len(heads) == len(tails) == 3
+    assert out.check.health().requests == 15 and out.check.health().failed == 0

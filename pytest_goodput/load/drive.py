@@ -111,10 +111,15 @@ class RunOutput:
 
 
 def scheduled_plans(sched: Schedule, supply: Supply, t0: Optional[float] = None) -> Iterator[RequestPlan]:
-    """The open-loop plans, deadlines ``t0 + offset`` (``t0``: now, taken at the first plan)."""
+    """The open-loop plans, deadlines ``t0 + offset`` (``t0``: now, taken at the first plan).
+
+    Each plan is flagged ``open_loop``: its latencies count from its deadline.
+    """
     t0 = time.perf_counter() if t0 is None else t0
     for i, (off, warm) in enumerate(zip(sched.offsets.tolist(), sched.warmup.tolist())):
-        yield supply.plan(i, t0 + off, warm)
+        plan = supply.plan(i, t0 + off, warm)
+        plan.open_loop = True
+        yield plan
 
 
 async def open_loop(
@@ -146,7 +151,7 @@ async def open_loop(
             in_flight -= 1
             if sem is not None:
                 sem.release()
-        check.record_send(allowed, ex.sent_at)
+        check.record_exchange(allowed, ex)
         out.append(ex)
         prog.tick()
 
@@ -208,7 +213,7 @@ async def closed_loop(
         ready = begin
         while (plan := admit(ready)) is not None:
             ex = await client.send(plan)
-            check.record_send(ready, ex.sent_at)
+            check.record_exchange(ready, ex)
             out.append(ex)
             prog.tick()
             ready = ex.end_at if ex.end_at is not None else clock()

@@ -10,7 +10,14 @@ measure three things and judge them against the thresholds documented in
 * client send lag: how late each request was written after it was *allowed* to go (its
   deadline, or the moment a concurrency-ceiling slot freed, whichever is later) — waiting
   for a slot is the server's doing, not the client's, and is not counted here;
-* CPU utilization: process CPU seconds / wall seconds (all threads, in cores).
+* CPU utilization: process CPU seconds / wall seconds (all threads, in cores), judged only
+  over a run of at least ``CPU_MIN_WALL_S`` and only when the engine answered most requests:
+  a closed loop re-sends at once after an instant failure, so against a dead engine it
+  spins, and that is the engine's failure, not a saturated client.
+
+The loop-lag limit scales with the latencies measured (``measure.metrics.loop_lag_limit_ms``):
+during the run they are unknown and the ceiling applies; ``summarize`` judges the lag again
+against the run's TTFT and ITL P50.
 
 A run sharded over worker processes (``shard.py``) judges every worker on its own numbers
 (:func:`judge_workers`): each worker is one event loop on at most one core, so the worst
@@ -25,19 +32,33 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from pytest_goodput.measure.metrics import distribution
+from pytest_goodput.measure.exchange import RawExchange
+from pytest_goodput.measure.metrics import (
+    LOOP_LAG_CEILING_MS,
+    distribution,
+    engine_failing,
+    loop_lag_limit_ms,
+    loop_lag_reason,
+)
 from pytest_goodput.schema.results import ClientHealth
 
 LOOP_TICK_S = 0.005
 #: Open-loop send lag P99 above max(SEND_LAG_FLOOR_MS, SEND_LAG_GAP_FRACTION * mean gap) is invalid.
 SEND_LAG_FLOOR_MS = 10.0
 SEND_LAG_GAP_FRACTION = 0.20
-#: Event-loop lag P99 above this many ms is invalid (chunk timestamps are that late).
-LOOP_LAG_P99_MS = 10.0
+#: Event-loop lag P99 above this many ms is invalid whatever the latencies (chunk timestamps
+#: are that late); with latencies measured the limit is lower (``loop_lag_limit_ms``).
+LOOP_LAG_P99_MS = LOOP_LAG_CEILING_MS
 #: Client process CPU at or above this fraction of one core is invalid (the loop is one core).
 CPU_LIMIT = 0.90
 #: Fewer loop-lag samples than this (a very short run) are not judged.
 MIN_LOOP_SAMPLES = 20
+#: CPU over a shorter run is not judged: start-up (imports, connects) dominates a few ms.
+CPU_MIN_WALL_S = 1.0
+
+def failed_exchange(ex: RawExchange) -> bool:
+    """The engine failed the request: no response, an HTTP error status, or a client-side error."""
+    return ex.error_kind is not None or ex.status is None or ex.status >= 400
 
 
 class LoopLagMonitor:
@@ -83,6 +104,9 @@ class SelfCheck:
     #: the client's connection-pool size and the most requests it had in flight at once
     pool_limit: Optional[int] = None
     peak_in_flight: int = 0
+    requests: int = 0
+    failed: int = 0
+    retries: int = 0
     _wall0: float = 0.0
     _cpu0: float = 0.0
     wall_s: float = 0.0
@@ -103,21 +127,21 @@ class SelfCheck:
         if sent_at is not None:
             self.send_lags_ms.append(max(0.0, sent_at - allowed_at) * 1e3)
 
+    def record_exchange(self, allowed_at: float, ex: RawExchange) -> None:
+        """Note one finished request: its send lag, whether the engine failed it, its retries."""
+        self.record_send(allowed_at, ex.sent_at)
+        self.requests += 1
+        self.failed += failed_exchange(ex)
+        self.retries += ex.retries
+
     def stats(self) -> "WorkerStats":
         """The raw numbers, to ship from a worker process to the parent (picklable)."""
         return WorkerStats(list(self.send_lags_ms), list(self.monitor.lags_ms), self.cpu_s,
-                           self.wall_s, self.peak_in_flight, self.pool_limit)
+                           self.wall_s, self.peak_in_flight, self.pool_limit, self.requests,
+                           self.failed, self.retries)
 
     def health(self) -> ClientHealth:
-        return judge(
-            cpu_utilization=self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0,
-            loop_lags_ms=self.monitor.lags_ms,
-            send_lags_ms=self.send_lags_ms,
-            open_loop=self.open_loop,
-            mean_gap_s=self.mean_gap_s,
-            pool_full=self.pool_limit is not None and self.peak_in_flight > self.pool_limit,
-            pool_limit=self.pool_limit,
-        )
+        return self.stats().health(open_loop=self.open_loop, mean_gap_s=self.mean_gap_s)
 
 
 def send_lag_limit_ms(mean_gap_s: Optional[float]) -> float:
@@ -129,30 +153,45 @@ def send_lag_limit_ms(mean_gap_s: Optional[float]) -> float:
 def judge(
     *, cpu_utilization: float, loop_lags_ms: Sequence[float], send_lags_ms: Sequence[float],
     open_loop: bool, mean_gap_s: Optional[float] = None, workers: int = 1,
-    pool_full: bool = False, pool_limit: Optional[int] = None,
+    pool_full: bool = False, pool_limit: Optional[int] = None, wall_s: Optional[float] = None,
+    requests: int = 0, failed: int = 0, retries: int = 0,
+    ttft_p50_ms: Optional[float] = None, itl_p50_ms: Optional[float] = None,
 ) -> ClientHealth:
-    """Pure verdict on the client's measurements; ``reasons`` say what went wrong, in words."""
+    """Pure verdict on the client's measurements; ``reasons`` say what went wrong, in words.
+
+    ``wall_s`` (None: long enough) shorter than ``CPU_MIN_WALL_S`` leaves the CPU unjudged.
+    When the engine failed at least half of the ``requests`` (``engine_failing``), neither
+    CPU nor loop lag is held against the client: the run says so in ``notes`` instead.
+    """
     reasons: list[str] = []
+    notes: list[str] = []
     loop = distribution(loop_lags_ms)
     send = distribution(send_lags_ms)
-    if loop.count >= MIN_LOOP_SAMPLES and loop.p99 is not None and loop.p99 > LOOP_LAG_P99_MS:
-        reasons.append(
-            f"event-loop lag P99 {loop.p99:.1f} ms > {LOOP_LAG_P99_MS:g} ms: the client read "
-            "responses late, so TTFT/ITL include client delay"
-        )
+    failing = engine_failing(requests, failed)
+    if failing:
+        notes.append(f"the engine failed {failed} of {requests} requests: the client's CPU and "
+                     "event-loop lag are not judged (a closed loop re-sends at once after a failure)")
+    limit = loop_lag_limit_ms(ttft_p50_ms, itl_p50_ms)
+    lag_p99 = loop.p99 if loop.count >= MIN_LOOP_SAMPLES else None
+    if lag_p99 is not None and lag_p99 > limit and not failing:
+        reasons.append(loop_lag_reason(lag_p99, limit))
     if open_loop and send.p99 is not None:
-        limit = send_lag_limit_ms(mean_gap_s)
-        if send.p99 > limit:
+        limit_send = send_lag_limit_ms(mean_gap_s)
+        if send.p99 > limit_send:
             reasons.append(
-                f"send lag P99 {send.p99:.1f} ms > {limit:.1f} ms: the client could not send "
+                f"send lag P99 {send.p99:.1f} ms > {limit_send:.1f} ms: the client could not send "
                 "on schedule, so the offered load was lower than specified"
                 + (f" (more requests were due than its {pool_limit} connections)" if pool_full else "")
             )
-    if math.isfinite(cpu_utilization) and cpu_utilization >= CPU_LIMIT:
+    cpu_judged = math.isfinite(cpu_utilization) and (wall_s is None or wall_s >= CPU_MIN_WALL_S)
+    if cpu_judged and cpu_utilization >= CPU_LIMIT and not failing:
         reasons.append(
             f"client CPU {cpu_utilization:.0%} of a core >= {CPU_LIMIT:.0%}: the load "
             "generator was saturated"
         )
+    if retries:
+        notes.append(f"{retries} request(s) resent on a fresh connection: the server had closed "
+                     "a kept-alive connection before the request was written")
     return ClientHealth(
         valid=not reasons,
         reasons=reasons,
@@ -160,6 +199,12 @@ def judge(
         loop_lag_ms=loop,
         send_lag_p99_ms=send.p99,
         workers=workers,
+        requests=requests,
+        failed=failed,
+        retries=retries,
+        loop_lag_p99_ms=lag_p99,
+        loop_lag_limit_ms=limit,
+        notes=notes,
     )
 
 
@@ -173,6 +218,9 @@ class WorkerStats:
     wall_s: float = 0.0
     peak_in_flight: int = 0
     pool_limit: Optional[int] = None
+    requests: int = 0
+    failed: int = 0
+    retries: int = 0
 
     def add(self, other: "WorkerStats") -> None:
         self.send_lags_ms += other.send_lags_ms
@@ -181,10 +229,23 @@ class WorkerStats:
         self.wall_s += other.wall_s
         self.peak_in_flight = max(self.peak_in_flight, other.peak_in_flight)
         self.pool_limit = other.pool_limit if self.pool_limit is None else self.pool_limit
+        self.requests += other.requests
+        self.failed += other.failed
+        self.retries += other.retries
 
     @property
     def cpu_utilization(self) -> float:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    def health(self, *, open_loop: bool, mean_gap_s: Optional[float] = None) -> ClientHealth:
+        """This process's (or worker's) verdict on its own numbers."""
+        return judge(
+            cpu_utilization=self.cpu_utilization, loop_lags_ms=self.loop_lags_ms,
+            send_lags_ms=self.send_lags_ms, open_loop=open_loop, mean_gap_s=mean_gap_s,
+            pool_full=self.pool_limit is not None and self.peak_in_flight > self.pool_limit,
+            pool_limit=self.pool_limit, wall_s=self.wall_s, requests=self.requests,
+            failed=self.failed, retries=self.retries,
+        )
 
 
 def judge_workers(
@@ -193,19 +254,20 @@ def judge_workers(
     """Verdict on a sharded run: each worker judged alone, reasons prefixed with its number.
 
     ``cpu_utilization`` is the busiest worker's (one loop per worker: a saturated worker
-    skews its share of the requests however idle the others are); the loop-lag
-    distribution and the send-lag P99 are over all workers' samples.
+    skews its share of the requests however idle the others are), ``loop_lag_p99_ms`` the
+    worst worker's; the loop-lag distribution and the send-lag P99 are over all workers'
+    samples; requests, failures and retries add up.
     """
     n = len(stats)
     reasons: list[str] = []
+    notes: list[str] = []
+    lag_p99s: list[float] = []
     for k, st in enumerate(stats, 1):
-        one = judge(
-            cpu_utilization=st.cpu_utilization, loop_lags_ms=st.loop_lags_ms,
-            send_lags_ms=st.send_lags_ms, open_loop=open_loop, mean_gap_s=mean_gap_s,
-            pool_full=st.pool_limit is not None and st.peak_in_flight > st.pool_limit,
-            pool_limit=st.pool_limit,
-        )
+        one = st.health(open_loop=open_loop, mean_gap_s=mean_gap_s)
         reasons += [f"worker {k} of {n}: {r}" for r in one.reasons]
+        notes += [f"worker {k} of {n}: {r}" for r in one.notes]
+        if one.loop_lag_p99_ms is not None:
+            lag_p99s.append(one.loop_lag_p99_ms)
     cpu = max((st.cpu_utilization for st in stats), default=0.0)
     send = distribution([x for st in stats for x in st.send_lags_ms])
     return ClientHealth(
@@ -215,6 +277,12 @@ def judge_workers(
         loop_lag_ms=distribution([x for st in stats for x in st.loop_lags_ms]),
         send_lag_p99_ms=send.p99,
         workers=n,
+        requests=sum(st.requests for st in stats),
+        failed=sum(st.failed for st in stats),
+        retries=sum(st.retries for st in stats),
+        loop_lag_p99_ms=max(lag_p99s, default=None),
+        loop_lag_limit_ms=loop_lag_limit_ms(None, None),
+        notes=notes,
     )
 
 
