@@ -184,7 +184,7 @@ def test_loop_lag_not_judged_again_when_flagged_already_or_when_the_engine_faile
     failing = lagging(4.4, requests=10, failed=6)
     assert judge_loop_lag(failing, 3.0, 1.0).valid
     worker = judge_loop_lag(lagging(4.4, workers=2), 3.0, 1.0)
-    assert worker.reasons[0].startswith("the busiest worker's event-loop lag")
+    assert worker.reasons[0].startswith("the most lagging worker's event-loop lag")
 
 
 def test_inf_is_never_a_reported_value():

@@ -208,7 +208,7 @@ def judge_loop_lag(
     update: dict = {"loop_lag_limit_ms": limit}
     failing = engine_failing(client.requests, client.failed)
     if p99 is not None and p99 > limit and not failing and (judged is None or p99 <= judged):
-        where = "the busiest worker's " if client.workers > 1 else ""
+        where = "the most lagging worker's " if client.workers > 1 else ""
         reasons = client.reasons + [where + loop_lag_reason(p99, limit)]
         update.update(reasons=reasons, valid=False)
     return client.model_copy(update=update)
