@@ -1,3 +1,86 @@
-"""pytest-goodput: LLM-serving performance as a merge gate."""
+"""pytest-goodput: LLM-serving performance as a merge gate.
 
-__version__ = "0.1.0"
+The public API is the names in ``__all__``; every other module is private by convention
+(its import path may change between versions). The names are imported on first use, so
+``import pytest_goodput`` (which pytest does for the plugin in every test suite) loads
+neither pydantic nor numpy.
+
+A public name must not be the name of a subpackage: importing ``pytest_goodput.<name>``
+rebinds ``pytest_goodput.<name>`` to that package, so such a name would change meaning with
+import order. Hence ``judge`` is the judging package itself (call
+``pytest_goodput.judge.judge(...)``, ``pytest_goodput.judge.fails``), and the runner's
+``measure`` function is not exported here: ``pytest_goodput.measure`` is the metrics layer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pytest_goodput._version import __version__
+
+if TYPE_CHECKING:
+    from pytest_goodput import judge
+    from pytest_goodput.engines.engine import Engine
+    from pytest_goodput.load.scenario import run_scenario
+    from pytest_goodput.run.runner import run_once
+    from pytest_goodput.schema.frontier import FrontierPoint
+    from pytest_goodput.schema.measurement import Measurement
+    from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
+    from pytest_goodput.schema.results import RequestRecord, RunResult, Samples
+    from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
+
+#: Public name -> the module that defines it (a name equal to the module's last part, as
+#: ``judge``, is that module itself).
+_EXPORTS: dict[str, str] = {
+    "ScenarioSpec": "pytest_goodput.schema.spec",
+    "build_spec": "pytest_goodput.schema.spec",
+    "SpecError": "pytest_goodput.schema.spec",
+    "RunResult": "pytest_goodput.schema.results",
+    "RequestRecord": "pytest_goodput.schema.results",
+    "Samples": "pytest_goodput.schema.results",
+    "TestOutcome": "pytest_goodput.schema.outcome",
+    "MetricComparison": "pytest_goodput.schema.outcome",
+    "SLOOutcome": "pytest_goodput.schema.outcome",
+    "Measurement": "pytest_goodput.schema.measurement",
+    "FrontierPoint": "pytest_goodput.schema.frontier",
+    "Engine": "pytest_goodput.engines.engine",
+    "run_once": "pytest_goodput.run.runner",
+    "run_scenario": "pytest_goodput.load.scenario",
+    "judge": "pytest_goodput.judge",
+}
+
+__all__ = [
+    "Engine",
+    "FrontierPoint",
+    "Measurement",
+    "MetricComparison",
+    "RequestRecord",
+    "RunResult",
+    "SLOOutcome",
+    "Samples",
+    "ScenarioSpec",
+    "SpecError",
+    "TestOutcome",
+    "__version__",
+    "build_spec",
+    "judge",
+    "run_once",
+    "run_scenario",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (PEP 562), then keep it as a module attribute."""
+    try:
+        module_name = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if module_name.rpartition(".")[2] == name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,24 +1,82 @@
-"""pytest wiring: options, ini keys, the ``goodput`` marker, fixtures and hooks — nothing else."""
+"""pytest wiring: options, ini keys, the ``goodput`` marker, fixtures and hooks — nothing else.
+
+pytest imports this entry point in every test suite of an environment where pytest-goodput is
+installed, so it imports only pytest and the plain-Python settings table; the gate's core is
+loaded by ``_core()`` / ``_harness_class()`` below, once it is needed.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.settings import OPTIONS, SettingsError, resolve
-from pytest_goodput.schema.spec import SpecError, build_spec
+from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, resolve
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.plugin.harness import GoodputHarness
     from pytest_goodput.plugin.session import GoodputSession
+    from pytest_goodput.schema.outcome import TestOutcome
+    from pytest_goodput.schema.spec import ScenarioSpec
 
 MARKER = "goodput"
+_settings_key = pytest.StashKey[Settings]()
+_collected_key = pytest.StashKey["_Collected"]()
 _session_key = pytest.StashKey["GoodputSession"]()
 _spec_args_key = pytest.StashKey[dict]()
 _harness_key = pytest.StashKey["GoodputHarness"]()
+
+
+# --- Loading the core, deferred ------------------------------------------------------------
+# Why deferred: the core (pydantic models, numpy statistics, httpx/aiohttp clients) takes
+# about half a second to import, and pytest would pay it in every run of every test suite
+# in the environment, goodput tests or not. So nothing below this entry point and
+# ``settings`` is imported until a goodput test is collected, a goodput fixture is used, or
+# the run records baselines (``--goodput-update-baseline``). These two functions are the
+# only places that import it; bench/plugin_overhead.py measures what is left.
+
+
+class _Core(NamedTuple):
+    """What the hooks use from the layers below: the session, spec checks and reports."""
+
+    GoodputSession: type["GoodputSession"]
+    SpecError: type[Exception]
+    build_spec: Callable[..., "ScenarioSpec"]
+    failure_message: Callable[["TestOutcome"], str]
+    render_summary: Callable[..., str]
+    supports_unicode: Callable[[Any], bool]
+    write_session_reports: Callable[..., None]
+
+
+def _core() -> _Core:
+    """Import the gate's core (once per process; later calls are dictionary look-ups)."""
+    from pytest_goodput.plugin.session import GoodputSession
+    from pytest_goodput.report.files import write_session_reports
+    from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
+    from pytest_goodput.schema.spec import SpecError, build_spec
+
+    return _Core(GoodputSession, SpecError, build_spec, failure_message, render_summary,
+                 supports_unicode, write_session_reports)
+
+
+def _harness_class() -> type["GoodputHarness"]:
+    """The fixture's harness, which brings the load generator: only when a test measures."""
+    from pytest_goodput.plugin.harness import GoodputHarness
+
+    return GoodputHarness
+
+
+@dataclass
+class _Collected:
+    """Node ids seen at collection, kept here so that collecting costs no core import; the
+    session shares these sets (its unused-baseline check reads them)."""
+
+    nodeids: set[str] = field(default_factory=set)
+    modules: set[str] = field(default_factory=set)
+
 
 MARKER_HELP = (
     "goodput(scenario='server', rate=..., concurrency=..., requests=..., isl=..., osl=..., "
@@ -70,24 +128,30 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, ini)
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-goodput: {exc}") from None
-    from pytest_goodput.plugin.session import GoodputSession
-
-    config.stash[_session_key] = GoodputSession(settings, Path(str(config.rootpath)))
+    config.stash[_settings_key] = settings
+    config.stash[_collected_key] = _Collected()
+    if settings.update:
+        # Recording reports unused baselines at the end even when no goodput test ran.
+        _session(config)
 
 
 def _session(config: pytest.Config) -> "GoodputSession":
-    return config.stash[_session_key]
+    """The session's gate state, created (and the core imported) on first use."""
+    gs = config.stash.get(_session_key, None)
+    if gs is None:
+        gs = _core().GoodputSession(config.stash[_settings_key], Path(str(config.rootpath)))
+        collected = config.stash[_collected_key]
+        gs.collected_nodeids, gs.collected_modules = collected.nodeids, collected.modules
+        config.stash[_session_key] = gs
+    return gs
 
 
-def _marker_args(item: pytest.Item) -> Optional[dict[str, Any]]:
+def _marker_args(item: pytest.Item, markers: list[pytest.Mark]) -> dict[str, Any]:
     """Keyword arguments of every goodput marker on the item, the closest winning."""
-    markers = list(item.iter_markers(MARKER))
-    if not markers:
-        return None
     args: dict[str, Any] = {}
     for m in markers:
         if m.args:
-            raise SpecError(
+            raise _core().SpecError(
                 f"{item.nodeid}: goodput marker takes keyword arguments only, got positional {m.args!r}"
             )
         for key, value in m.kwargs.items():
@@ -96,22 +160,25 @@ def _marker_args(item: pytest.Item) -> Optional[dict[str, Any]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    session = _session(config)
+    collected = config.stash[_collected_key]
     problems = []
     # A module named with ::node ids on the command line was not collected whole: its other
     # tests' baselines are not "unused".
     invocation = config.invocation_params.dir
     partial = {(invocation / a.split("::")[0]).resolve() for a in config.args if "::" in a}
     for item in items:
-        session.collected_nodeids.add(item.nodeid)
-        if item.path.resolve() not in partial:
-            session.collected_modules.add(item.nodeid.partition("::")[0])
+        collected.nodeids.add(item.nodeid)
+        if not partial or item.path.resolve() not in partial:
+            collected.modules.add(item.nodeid.partition("::")[0])
+        markers = list(item.iter_markers(MARKER))
+        if not markers:
+            continue
+        core = _core()  # a goodput test: its arguments are checked now, before anything runs
         try:
-            args = _marker_args(item)
-            if args is not None:
-                build_spec(args, where=item.nodeid)
-                item.stash[_spec_args_key] = args
-        except SpecError as exc:
+            args = _marker_args(item, markers)
+            core.build_spec(args, where=item.nodeid)
+            item.stash[_spec_args_key] = args
+        except core.SpecError as exc:
             problems.append(str(exc))
     if problems:
         raise pytest.UsageError("\n".join(problems))
@@ -120,9 +187,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_deselected(items: list[pytest.Item]) -> None:
     # Deselected tests still exist: their baselines are not "unused".
     for item in items:
-        config = item.config
-        if _session_key in config.stash:
-            _session(config).collected_nodeids.add(item.nodeid)
+        collected = item.config.stash.get(_collected_key, None)
+        if collected is not None:
+            collected.nodeids.add(item.nodeid)
 
 
 @pytest.fixture(scope="session")
@@ -145,8 +212,6 @@ def goodput_engine_factory(request: pytest.FixtureRequest) -> Callable[..., "Eng
 @pytest.fixture
 def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
     """Run this test's goodput scenario: ``goodput.run(**overrides)`` returns the result."""
-    from pytest_goodput.plugin.harness import GoodputHarness
-
     if _xdist_worker(request.config):
         pytest.fail(
             "goodput tests measure a shared engine and refuse to run under pytest-xdist; "
@@ -154,7 +219,7 @@ def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
             pytrace=False,
         )
     item = request.node
-    harness = GoodputHarness(
+    harness = _harness_class()(
         _session(request.config),
         item.nodeid,
         item.stash.get(_spec_args_key, {}),
@@ -204,12 +269,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     harness = item.stash.get(_harness_key, None)
     if harness is None:
         return result
-    from pytest_goodput.schema.spec import SpecError as _SpecError
-
+    core = _core()
     try:
         if harness.measurement is None:
             harness.run()
-    except _SpecError as exc:
+    except core.SpecError as exc:
         pytest.fail(str(exc), pytrace=False)
     except ConnectionError as exc:
         pytest.fail(f"pytest-goodput: {exc}", pytrace=False)
@@ -224,28 +288,23 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         item.user_properties.append(
             ("goodput.remeasured_because", "; ".join(harness.remeasured_because)))
     if session.fails(outcome):
-        from pytest_goodput.report.terminal import failure_message
-
-        pytest.fail(failure_message(outcome), pytrace=False)
+        pytest.fail(core.failure_message(outcome), pytrace=False)
     return result
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    session = _session(config)
-    if not session.outcomes and not session.settings.update:
+    session = config.stash.get(_session_key, None)  # none: no goodput test, nothing to say
+    if session is None or (not session.outcomes and not session.settings.update):
         return
-    from pytest_goodput.report.terminal import render_summary
-
+    core = _core()
     tr = terminalreporter
     tr.section("goodput")
     if session.outcomes:
-        from pytest_goodput.report.terminal import supports_unicode
-
         out = getattr(tr._tw, "_file", None)
-        ascii_only = not supports_unicode(out)
+        ascii_only = not core.supports_unicode(out)
         # A terminal gets a table that fits; a CI log keeps every column.
         width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
-        tr.write_line(render_summary(session.outcomes, width=width, ascii=ascii_only))
+        tr.write_line(core.render_summary(session.outcomes, width=width, ascii=ascii_only))
     s = session.settings
     if s.compare and not s.update and session.outcomes and all(
         o.baseline_status == "new" for o in session.outcomes
@@ -268,10 +327,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     gs = session.config.stash.get(_session_key, None)
     if gs is None:
         return
-    from pytest_goodput.report.files import write_session_reports
-
     try:
-        write_session_reports(gs)
+        _core().write_session_reports(gs)
     except OSError as exc:
         gs.errors.append(f"could not write a goodput report: {exc}")
     if gs.errors and session.exitstatus == 0:

@@ -3,15 +3,17 @@
 Precedence is marker > command line > ini file > environment > default. Every resolved
 value remembers where it came from, so a bad value is reported with its source (as
 pytest-timeout does).
+
+Plain Python on purpose (no pydantic): pytest imports the plugin's entry point, and with it
+this table, in every test suite of an environment where pytest-goodput is installed.
 """
 
 from __future__ import annotations
 
+import operator
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
-
-from pydantic import BaseModel, ConfigDict, Field
 
 
 def _float(v: str) -> float:
@@ -78,10 +80,33 @@ class SettingsError(ValueError):
     """A setting has a bad value; the message names the setting and where it came from."""
 
 
-class Settings(BaseModel):
-    """Resolved session-wide settings (the marker may still override tolerance)."""
+#: Bounds a resolved value must respect: field -> ((comparison, limit), ...).
+_BOUNDS: dict[str, tuple[tuple[str, float], ...]] = {
+    "tolerance": (("ge", 0), ("lt", 1)),
+    "scale": (("gt", 0),),
+    "history": (("ge", 1), ("le", 50)),
+    "workers": (("ge", 1), ("le", 64)),
+}
+#: The comparisons, worded as pydantic words them (the messages users saw before).
+_COMPARISONS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
+    "gt": (operator.gt, "greater than"),
+    "ge": (operator.ge, "greater than or equal to"),
+    "lt": (operator.lt, "less than"),
+    "le": (operator.le, "less than or equal to"),
+}
 
-    model_config = ConfigDict(extra="forbid")
+
+class OutOfBoundsError(ValueError):
+    """A ``Settings`` field is outside its bounds (``resolve`` adds where it came from)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name, self.reason = name, reason
+
+
+@dataclass
+class Settings:
+    """Resolved session-wide settings (the marker may still override tolerance)."""
 
     url: Optional[str] = None
     model: Optional[str] = None
@@ -91,14 +116,23 @@ class Settings(BaseModel):
     compare: bool = False
     update: bool = False
     strict: bool = False
-    tolerance: Optional[float] = Field(None, ge=0, lt=1)
+    tolerance: Optional[float] = None
     json_path: Optional[str] = None
     report: Optional[str] = None
-    scale: float = Field(1.0, gt=0)
+    scale: float = 1.0
     hardware: Optional[str] = None
-    history: int = Field(5, ge=1, le=50)
-    workers: Optional[int] = Field(None, ge=1, le=64)
-    sources: dict[str, str] = Field(default_factory=dict)
+    history: int = 5
+    workers: Optional[int] = None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # in field order, so the first bad field is the one reported
+            value = getattr(self, f.name)
+            for op, limit in _BOUNDS.get(f.name, ()):
+                compare, words = _COMPARISONS[op]
+                # ``not compare(...)`` also rejects NaN, which fails every comparison
+                if value is not None and not compare(value, limit):
+                    raise OutOfBoundsError(f.name, f"Input should be {words} {limit}")
 
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": _float, "bool": _bool, "int": int}
@@ -140,12 +174,8 @@ def resolve(
         values["update"] = True
     try:
         return Settings(**values, sources=sources)
-    except Exception as exc:  # pydantic.ValidationError
-        errs = getattr(exc, "errors", lambda: [])()
-        if errs:
-            name = str(errs[0]["loc"][0])
-            raise SettingsError(
-                f"{sources.get(name, name)}: {values.get(name)!r} is invalid for {name}: "
-                f"{errs[0]['msg']}"
-            ) from None
-        raise
+    except OutOfBoundsError as exc:
+        name = exc.name
+        raise SettingsError(
+            f"{sources.get(name, name)}: {values.get(name)!r} is invalid for {name}: {exc.reason}"
+        ) from None
