@@ -17,6 +17,7 @@ from pytest_goodput.stats.binomial import (
 from pytest_goodput.stats.bootstrap import (
     bootstrap_interval,
     bootstrap_ratio_interval,
+    default_block,
     paired_index_chunks,
     paired_indices,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "binom_pmf_all",
     "bootstrap_interval",
     "bootstrap_ratio_interval",
+    "default_block",
     "check_confidence",
     "finite",
     "nearest_rank",

@@ -68,26 +68,44 @@ def _bca_levels(
     return level(lo_q), level(hi_q)
 
 
-def paired_indices(n: int, n_resamples: int = 2000, seed: int = 0) -> np.ndarray:
+def default_block(n: int) -> int:
+    """Block length of the moving-block bootstrap: ⌈n^(1/3)⌉, the classic rate for the
+    variance of a mean of a weakly dependent series (Hall, Horowitz & Jing 1995)."""
+    return max(1, math.ceil(n ** (1.0 / 3.0) - 1e-9))
+
+
+def paired_indices(n: int, n_resamples: int = 2000, seed: int = 0, block: int = 1) -> np.ndarray:
     """Bootstrap resamples of request indices 0..n−1, shape (n_resamples, n).
 
     Applied to every run of a paired comparison at once: runs that replay one schedule
     (same seed: same prompts, lengths and arrivals) keep request i of one run next to
-    request i of the others, so workload variance cancels in the contrast.
+    request i of the others, so workload variance cancels in the contrast. ``block`` > 1
+    draws runs of consecutive indices (a moving-block bootstrap): requests in flight
+    together share the engine's batches and queue, so they are not independent draws.
     """
-    return np.concatenate(list(paired_index_chunks(n, n_resamples, seed)))
+    return np.concatenate(list(paired_index_chunks(n, n_resamples, seed, block=block)))
 
 
 def paired_index_chunks(
-    n: int, n_resamples: int = 2000, seed: int = 0, max_elements: int = 1 << 21
+    n: int, n_resamples: int = 2000, seed: int = 0, max_elements: int = 1 << 21, block: int = 1
 ) -> Iterator[np.ndarray]:
     """:func:`paired_indices` in row blocks of at most ``max_elements`` indices (bounded memory)."""
     if n <= 0:
         raise ValueError(f"paired_indices needs n ≥ 1, got {n}")
+    if block < 1:
+        raise ValueError(f"block must be ≥ 1, got {block}")
+    block = min(block, n)
     rng = np.random.default_rng(seed)
     rows = max(1, max_elements // n)
+    per_row = -(-n // block)  # blocks needed to cover n indices
+    offsets = np.arange(block)
     for start in range(0, n_resamples, rows):
-        yield rng.integers(0, n, size=(min(rows, n_resamples - start), n))
+        m = min(rows, n_resamples - start)
+        if block == 1:
+            yield rng.integers(0, n, size=(m, n))
+            continue
+        starts = rng.integers(0, n - block + 1, size=(m, per_row))
+        yield (starts[..., None] + offsets).reshape(m, per_row * block)[:, :n]
 
 
 def bootstrap_ratio_interval(

@@ -82,11 +82,11 @@ def nearest_rank_stat(percentile: float) -> Statistic:
 def nearest_rank_rows(x: np.ndarray, percentile: float) -> np.ndarray:
     """Nearest-rank percentile along the last axis, skipping NaN (NaN for a row without values).
 
-    Like :func:`nearest_rank_stat`, but each row ranks only its finite values, as
-    ``metrics.summarize`` ranks only successful requests.
+    Like :func:`nearest_rank_stat`, but each row ranks only its values that are not NaN
+    (+∞ is a value: the gate ranks a failed request as +∞).
     """
-    xs = np.sort(np.asarray(x, dtype=float), axis=-1)  # NaN sorts last
-    count = np.sum(np.isfinite(xs), axis=-1)
+    xs = np.sort(np.asarray(x, dtype=float), axis=-1)  # +inf sorts before NaN, NaN last
+    count = np.sum(~np.isnan(xs), axis=-1)
     rank = np.maximum(1, np.ceil(percentile / 100.0 * count - 1e-9)).astype(int)
     out = np.take_along_axis(xs, (rank - 1)[..., None], axis=-1)[..., 0]
     return np.where(count > 0, out, np.nan)
