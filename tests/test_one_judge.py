@@ -31,7 +31,7 @@ import pytest
 def test_server(goodput):
     goodput.run()
 
-@pytest.mark.goodput(scenario="sweep", sweep=[1, 4], requests=24, isl=16, osl=8)
+@pytest.mark.goodput(scenario="sweep", sweep=[1, 4], requests=24, isl=128, osl=16)
 def test_sweep(goodput):
     goodput.run()
 """

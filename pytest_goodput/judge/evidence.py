@@ -27,6 +27,7 @@ def from_measurement(m: Measurement, env: Optional[Fingerprint] = None) -> Evide
         frontier=frontier.get("current") if m.frontier is not None else None,
         points=frontier.get("points") if m.frontier is not None else None,
         capacity=m.capacity,
+        capacities=[m.capacity] if m.capacity is not None else [],
     )
 
 
@@ -52,4 +53,5 @@ def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evi
         summary=dict(latest.summary) if latest else {},
         frontier=latest.frontier if latest else None,
         capacity=latest.capacity if latest else None,
+        capacities=[run.capacity for run in doc.runs if run.capacity is not None],
     )

@@ -18,7 +18,10 @@ from pytest_goodput.schema.frontier import (
     NoiseFn,
     Side,
 )
-from pytest_goodput.schema.outcome import Verdict
+from pytest_goodput.judge.verdicts import MetricDef, compare_metric
+from pytest_goodput.schema import registry
+from pytest_goodput.schema.outcome import MetricComparison, Verdict
+from pytest_goodput.schema.results import Samples
 
 #: Interactivity slack when matching points: run-to-run noise of a P50 TPOT is ~1 %, so a
 #: twin point within 5 % still serves the baseline point's users.
@@ -125,3 +128,73 @@ def compare_frontiers(
         baseline_frontier=base_front,
         current_frontier=cur_front,
     )
+
+
+_SEVERITY = {"improved": 0, "pass": 1, "new": 2, "underpowered": 3, "inconclusive": 4, "regressed": 5}
+
+
+def _worst(a: MetricComparison, b: Optional[MetricComparison]) -> MetricComparison:
+    if b is None:
+        return a
+    return b if _SEVERITY.get(b.verdict, 0) > _SEVERITY.get(a.verdict, 0) else a
+
+
+def compare_by_load(
+    loads: Sequence[float],
+    baseline_sessions: Sequence[Sequence[Samples]],
+    current: Sequence[Samples],
+    tolerance: float,
+    percentile: float = 50.0,
+    seed: int = 0,
+) -> list[dict]:
+    """Each sweep point against the same load in every baseline session, by the scalar rule.
+
+    A point is worse when its output throughput fell or its TPOT (at the frontier's
+    percentile, so interactivity) rose beyond the tolerance, beyond noise: the same
+    prediction interval as every scalar metric, from the baseline's sessions. Unlike the
+    step lookup, nothing jumps when a point's interactivity moves a little.
+    """
+    stat = f"p{int(percentile)}" if float(percentile).is_integer() else None
+    out = []
+    for i, load in enumerate(loads):
+        base = [[s[i]] for s in baseline_sessions if len(s) > i]
+        if not base or i >= len(current):
+            continue
+        thr = compare_metric(MetricDef.of("throughput.output_tokens_per_s", tolerance), base,
+                             [current[i]], seed=seed + i, paired=True)
+        tpot = None
+        if stat is not None and registry.is_gateable(f"metrics.tpot_ms.{stat}"):
+            tpot = compare_metric(MetricDef.of(f"metrics.tpot_ms.{stat}", tolerance), base,
+                                  [current[i]], seed=seed + 1000 + i, paired=True)
+        worst = _worst(thr, tpot)
+        verdict = worst.verdict
+        if verdict == "improved" and tpot is not None and "improved" not in (thr.verdict, tpot.verdict):
+            verdict = "pass"
+        out.append({"load": float(load), "verdict": verdict, "throughput": thr.model_dump(mode="json"),
+                    "tpot": tpot.model_dump(mode="json") if tpot is not None else None,
+                    "worst": worst.model_dump(mode="json")})
+    return out
+
+
+def frontier_metric(by_load: list[dict], step: Optional[FrontierComparison], tolerance: float
+                    ) -> MetricComparison:
+    """The sweep as one gated metric: its worst point by load, with the step lookup noted."""
+    if not by_load:
+        return MetricComparison(metric="frontier_throughput", direction="higher", tolerance=tolerance,
+                                verdict="new", note="no sweep point to compare")
+    rank = lambda p: (_SEVERITY.get(p["verdict"], 0), -p["load"])  # noqa: E731
+    worst = max(by_load, key=rank)
+    w = MetricComparison.model_validate(worst["worst"])
+    counts = {v: sum(1 for p in by_load if p["verdict"] == v)
+              for v in ("regressed", "inconclusive", "underpowered", "improved")}
+    summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "all points pass"
+    what = "throughput" if w.metric.startswith("throughput") else "TPOT"
+    note = (f"worst at load {worst['load']:g} ({what} {w.change:+.1%}) of {len(by_load)} points "
+            f"compared at equal load; {summary}" if w.change is not None else summary)
+    if step is not None and step.worst is not None:
+        note += f"; step lookup: worst throughput ratio {step.worst.ratio:.3g}"
+    if w.note:
+        note += f"; {w.note}"
+    verdict = worst["verdict"]
+    return w.model_copy(update={"metric": "frontier_throughput", "verdict": verdict, "note": note,
+                                "method": f"equal-load points: {w.method}"})

@@ -14,42 +14,13 @@ from typing import Literal, Optional, Sequence
 import numpy as np
 
 from pytest_goodput import stats
+from pytest_goodput.judge.values import failures, latency_column, rate_column
 from pytest_goodput.schema.results import Samples
+from pytest_goodput.stats.numbers import finite
 
 Kind = Literal["proportion", "rate", "percentile", "mean"]
 
 BOOTSTRAP_RESAMPLES = 2000
-
-
-def finite(v: Optional[float]) -> bool:
-    """Whether a metric value is usable (present and neither NaN nor infinite)."""
-    return v is not None and math.isfinite(v)
-
-
-def rate_column(s: Samples, path: str) -> Optional[np.ndarray]:
-    """Per-request contributions x_i to a rate metric (rate = Σx / window)."""
-    ok = np.asarray(s.ok, dtype=bool)
-    if path.startswith("goodput."):
-        if s.good is None:
-            return None
-        mask = np.asarray(s.good, dtype=bool) & ok
-    else:
-        mask = ok
-    out = np.asarray(s.output_tokens, dtype=float)
-    if path.endswith("requests_per_s"):
-        x = np.ones(len(mask))
-    elif path.endswith("total_tokens_per_s"):
-        x = out + np.asarray([p or 0 for p in s.prompt_tokens], dtype=float)
-    else:
-        x = out
-    return np.where(mask, x, 0.0)
-
-
-def latencies(s: Samples, path: str) -> np.ndarray:
-    """The latency column a ``metrics.<column>.<stat>`` path names: successful requests, sorted."""
-    col = getattr(s, path.split(".")[1])
-    vals = [v for v, ok in zip(col, s.ok) if ok and finite(v)]
-    return np.sort(np.asarray(vals, dtype=float))
 
 
 def _log(x: float) -> float:
@@ -72,13 +43,17 @@ def unpaired_interval(kind: Kind, pct: Optional[float], path: str, direction: st
     is the metric on the pooled current runs; ``b_val`` the baseline value the contrast
     is centred on.
     """
+    if path == "error_rate":
+        lo, hi = stats.newcombe_interval(*failures(cur), *failures(base), conf)
+        return lo, hi, "newcombe"
     if kind == "proportion":
         kc, nc = _counts(cur)
         kb, nb = _counts(base)
         lo, hi = stats.newcombe_interval(kc, nc, kb, nb, conf)
         return lo / b_val, hi / b_val, "newcombe"
     if kind == "percentile":
-        xc, xb = latencies(cur, path), latencies(base, path)
+        xc = latency_column(cur, path, failures_as_inf=True)
+        xb = latency_column(base, path, failures_as_inf=True)
         assert pct is not None
         qc = stats.quantile_interval(xc, min(pct, 99.999), conf)
         qb = stats.quantile_interval(xb, min(pct, 99.999), conf)
@@ -109,7 +84,8 @@ def unpaired_interval(kind: Kind, pct: Optional[float], path: str, direction: st
         # stat_c divides both sides by wc; restore the baseline's own window.
         return _log(lo * wb / wc), _log(hi * wb / wc), "bootstrap"
     lo, hi = stats.bootstrap_ratio_interval(
-        latencies(cur, path), latencies(base, path), lambda a: a.mean(axis=-1),
+        latency_column(cur, path, failures_as_inf=False),
+        latency_column(base, path, failures_as_inf=False), lambda a: a.mean(axis=-1),
         confidence=conf, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed,
     )
     return _log(lo), _log(hi), "bootstrap"
@@ -119,6 +95,8 @@ def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
                  idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One run's (numerator, denominator) of the metric on every index resample."""
     ok = np.asarray(s.ok, dtype=bool)
+    if path == "error_rate":
+        return (~ok)[idx].sum(axis=-1).astype(float), np.full(idx.shape[0], float(idx.shape[1]))
     if kind == "proportion":
         good = np.asarray(s.good or [False] * len(ok), dtype=bool) & ok
         return good[idx].sum(axis=-1).astype(float), np.full(idx.shape[0], float(idx.shape[1]))
@@ -126,7 +104,10 @@ def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
         x = rate_column(s, path)
         assert x is not None
         return x[idx].sum(axis=-1), np.full(idx.shape[0], s.window_s)
-    col = np.asarray([v if (o and finite(v)) else math.nan
+    # A failure is +∞ in a percentile and absent from a mean; a success without a value
+    # (no TPOT for a one-token answer) is absent from both.
+    fail = math.inf if kind == "percentile" else math.nan
+    col = np.asarray([(v if finite(v) else math.nan) if o else fail
                       for v, o in zip(getattr(s, path.split(".")[1]), s.ok)], dtype=float)[idx]
     if kind == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -146,20 +127,27 @@ def _paired_group(kind: Kind, pct: Optional[float], path: str, runs: Sequence[Sa
 
 
 def paired_half_widths(kind: Kind, pct: Optional[float], path: str, base_runs: Sequence[Samples],
-                           cur_runs: Sequence[Samples], d: float, b_val: float, conf: float,
-                       seed: int) -> Optional[tuple[float, float]]:
+                       cur_runs: Sequence[Samples], d: float, b_val: float, conf: float,
+                       seed: int, block: Optional[int] = None) -> Optional[tuple[float, float]]:
     """Half-widths (below, above d) of the contrast from a paired bootstrap over request indices.
 
     One index resample is applied to every run, so what request i costs in the workload
-    cancels between the sides; what is left is how differently the runs served it.
+    cancels between the sides; what is left is how differently the runs served it. Indices
+    are drawn in blocks of consecutive requests (``stats.default_block``): neighbours in the
+    schedule share the engine's batches and queue.
     None when a resample has no value (e.g. no successful request drawn).
     """
     parts = []
-    for idx in stats.paired_index_chunks(len(base_runs[0].ok), BOOTSTRAP_RESAMPLES, seed):
+    n = len(base_runs[0].ok)
+    block = stats.default_block(n) if block is None else block
+    for idx in stats.paired_index_chunks(n, BOOTSTRAP_RESAMPLES, seed, block=block):
         b = _paired_group(kind, pct, path, base_runs, idx)
         c = _paired_group(kind, pct, path, cur_runs, idx)
         with np.errstate(divide="ignore", invalid="ignore"):
-            parts.append((c - b) / b_val if kind == "proportion" else np.log(c / b))
+            if path == "error_rate":
+                parts.append(c - b)
+            else:
+                parts.append((c - b) / b_val if kind == "proportion" else np.log(c / b))
     reps = np.concatenate(parts)
     if not np.all(np.isfinite(reps)):
         return None

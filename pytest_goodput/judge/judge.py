@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from pytest_goodput.judge.capacity import capacity_comparison
-from pytest_goodput.judge.frontier import compare_frontiers
+from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
 from pytest_goodput.judge.slos import slo_outcomes
@@ -43,20 +43,26 @@ def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -
 
 def _shape_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence,
                        policy: Policy) -> tuple[list[MetricComparison], Optional[dict[str, Any]]]:
-    """Sweeps are judged as frontiers and capacity searches as capacities, not per run."""
+    """Sweeps are judged as frontiers and capacity searches as capacities, not per run.
+
+    A sweep is judged point by point at equal load against every baseline session (the
+    scalar rule); the step lookup of the two frontiers is kept for the report.
+    """
     extra: list[MetricComparison] = []
     comparison = None
     if spec.sweep and current.frontier is not None and baseline.frontier is not None:
+        tol = tolerance_for(spec, "frontier_throughput", policy.tolerance)
         b = [FrontierPoint.model_validate(p) for p in baseline.frontier]
         c = [FrontierPoint.model_validate(p) for p in current.frontier]
         noise = sweep_noise(spec.sweep, spec.sweep_over, baseline.latest, current.latest, spec.gpus)
-        cmp = compare_frontiers(b, c, tolerance_for(spec, "frontier_throughput", policy.tolerance),
-                                noise, x_tolerance=spec.interactivity_tolerance)
-        comparison = cmp.model_dump(mode="json")
-        extra.append(cmp.to_metric_comparison())
-    if current.capacity is not None and baseline.capacity is not None:
+        step = compare_frontiers(b, c, tol, noise, x_tolerance=spec.interactivity_tolerance)
+        by_load = compare_by_load(spec.sweep, baseline.history, current.latest, tol,
+                                  spec.frontier_percentile)
+        comparison = {**step.model_dump(mode="json"), "by_load": by_load}
+        extra.append(frontier_metric(by_load, step, tol))
+    if current.capacity is not None and baseline.capacities:
         extra.append(capacity_comparison(
-            baseline.capacity, current.capacity,
+            baseline.capacities, current.capacity,
             tolerance_for(spec, "capacity.requests_per_s", policy.tolerance)))
     return extra, comparison
 
@@ -83,7 +89,7 @@ def judge(
         nodeid=nodeid,
         location=location,
         scenario=spec.scenario,
-        slos=slo_outcomes(results[-1], policy.strict) if judged_alone else [],
+        slos=slo_outcomes(results, policy.strict) if judged_alone else [],
         client_valid=all(r.client.valid for r in results),
         client_reasons=[reason for r in results for reason in r.client.reasons],
         spec=spec.model_dump(mode="json"),
@@ -110,7 +116,7 @@ def judge(
         )
     # Same spec hash means same seed: request i is the same request in every run, so the
     # comparison can pair them (it falls back to unpaired intervals when counts differ).
-    comparisons = compare(baseline.samples, current.samples, metric_defs(spec, policy.tolerance),
+    comparisons = compare(baseline.history, current.samples, metric_defs(spec, policy.tolerance),
                           seed=seed, paired=True)
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
@@ -123,8 +129,8 @@ def judge(
 def fails(outcome: TestOutcome, policy: Policy) -> bool:
     """Whether the test fails: errors, invalid runs, broken SLOs, regressions.
 
-    Strict mode also fails inconclusive verdicts and baselines that cannot be compared
-    (other hardware, model or spec): a comparison must not vanish silently. In update mode
+    Strict mode also fails inconclusive and underpowered verdicts and baselines that cannot
+    be compared (other hardware, model or spec): a comparison must not vanish silently. In update mode
     regressions are recorded, not failed; SLOs, invalid runs and errors still fail.
     """
     if outcome.error or not outcome.client_valid or outcome.slo_failed:
@@ -133,4 +139,5 @@ def fails(outcome: TestOutcome, policy: Policy) -> bool:
         return False
     if outcome.regressed:
         return True
-    return policy.strict and (bool(outcome.inconclusive) or outcome.baseline_status == "incomparable")
+    return policy.strict and (bool(outcome.inconclusive) or bool(outcome.underpowered)
+                              or outcome.baseline_status == "incomparable")

@@ -1,16 +1,25 @@
-"""SLO checks of a run on its own: error rate, attainment, percentile SLOs with their proofs (pure)."""
+"""SLO checks of the current runs on their own: error rate, attainment, percentile SLOs with
+their proofs (pure).
+
+Every repeat is judged: a test meets an SLO only when each of its runs does, and the
+outcome shows the worst run (a bad first repeat cannot hide behind a good second one).
+"""
 
 from __future__ import annotations
+
+from typing import Optional, Sequence
 
 from pytest_goodput.schema.outcome import SLOOutcome
 from pytest_goodput.schema.results import RunResult
 
 
-def slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
+def run_slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
     """Error rate, attainment against its target, and each percentile SLO with its proof.
 
-    The error rate always applies (default limit 0: a failed request fails the test). An unproven percentile SLO (too few requests for 99 % confidence) passes with a note,
-    and fails only in strict mode.
+    The error rate always applies (default limit 0: a failed request fails the test). A
+    broken percentile SLO is proven by its own samples (a value above the limit is a fact of
+    this run); a held one needs MLPerf's early-stopping count at 99 % confidence, and an
+    unproven hold passes with a note — and fails only in strict mode.
     """
     failed = sum(result.failures.values())
     rate = failed / result.issued if result.issued else 1.0
@@ -44,14 +53,50 @@ def slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
                 f"not proven at 99% confidence: {c.samples} samples, {c.over_limit} over the "
                 f"limit; a proof needs {c.requests_needed}"
             )
+        elif not c.ok:
+            note = f"{c.over_limit} of {c.samples} samples over the limit"
         out.append(
             SLOOutcome(
                 name=c.name,
                 limit=c.limit_ms,
                 value=c.value_ms,
                 ok=c.ok and (c.proven or not strict),
-                proven=c.proven,
+                # A break needs no early-stopping proof: the run's own samples show it.
+                proven=True if not c.ok else c.proven,
                 note=note,
             )
         )
+    return out
+
+
+def _worse(a: SLOOutcome, b: SLOOutcome, higher_is_worse: bool) -> SLOOutcome:
+    """The worse of two runs' outcomes of one SLO: a failure first, then the worse value."""
+    if a.ok != b.ok:
+        return b if a.ok else a
+    if a.proven is not None and b.proven is not None and a.proven != b.proven:
+        return b if a.proven else a
+    av, bv = a.value, b.value
+    if av is None or bv is None:  # None: no value at all (e.g. every request failed)
+        return a if av is None else b
+    return b if (bv > av) == higher_is_worse and bv != av else a
+
+
+def slo_outcomes(results: Sequence[RunResult], strict: bool) -> list[SLOOutcome]:
+    """Each SLO over every run: the worst run's outcome, naming it when there are several."""
+    per_run = [run_slo_outcomes(r, strict) for r in results]
+    if len(per_run) == 1:
+        return per_run[0]
+    merged: dict[str, tuple[SLOOutcome, int]] = {}
+    for i, outcomes in enumerate(per_run):
+        for o in outcomes:
+            seen: Optional[tuple[SLOOutcome, int]] = merged.get(o.name)
+            higher_is_worse = o.name != "attainment"
+            if seen is None or _worse(seen[0], o, higher_is_worse) is o:
+                merged[o.name] = (o, i)
+    out = []
+    for name, (o, i) in merged.items():
+        broken = sum(1 for outcomes in per_run for x in outcomes if x.name == name and not x.ok)
+        where = (f"run {i + 1} of {len(per_run)}" + (f"; {broken} of {len(per_run)} runs broke it"
+                                                      if broken else ""))
+        out.append(o.model_copy(update={"note": f"{where}: {o.note}" if o.note else where}))
     return out

@@ -1,14 +1,14 @@
-"""Regression verdicts: baseline runs vs current runs, per metric (pure).
+"""Regression verdicts: baseline sessions vs current runs, per metric (pure).
 
 A metric *regressed* only when its change is both practically significant (the point
 estimate is worse than the tolerance) and statistically significant (the confidence
-interval of the relative change lies entirely on the worse side of zero). The interval
-combines within-run noise (requests, from ``intervals``) with run-to-run noise (machine
-state), the latter estimated from the baseline history and shrunk towards a documented
-default. Runs of one spec replay one schedule, so with ``paired=True`` request i of
-every run is compared with request i of the others (a paired bootstrap over request
-indices).
-``docs/statistics.md`` gives every formula and the measurements behind the defaults.
+interval of the change lies entirely on the worse side of zero). The interval combines
+within-run noise (requests, from ``intervals``) with run-to-run noise (machine state,
+from ``spread``: the baseline's sessions, shrunk towards the registry's prior). Runs of
+one spec replay one schedule, so with ``paired=True`` request i of every run is compared
+with request i of the others. Every verdict states its power: the smallest worse change it
+could have judged *regressed*; when that exceeds the tolerance the verdict is
+*underpowered* and says what would fix it. ``docs/statistics.md`` gives every formula.
 """
 
 from __future__ import annotations
@@ -17,26 +17,37 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Optional, Sequence
 
-import numpy as np
-
-from pytest_goodput import stats
-from pytest_goodput.judge.intervals import (
-    Kind,
-    finite,
-    latencies,
-    paired_half_widths,
-    rate_column,
-    unpaired_interval,
+from pytest_goodput.judge.intervals import Kind, paired_half_widths, unpaired_interval
+from pytest_goodput.judge.spread import (
+    PRIOR_RUNS,
+    fmt_on_scale,
+    half_width,
+    scale_of,
+    session_spread,
+    z_of,
+)
+from pytest_goodput.judge.values import (
+    Sessions,
+    as_sessions,
+    baseline_value,
+    group_value,
+    metric_value,
+    pairable,
+    pooled,
 )
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcome import MetricComparison
 from pytest_goodput.schema.results import Samples
 
-#: Two-sided confidence of the interval of the relative change (one-sided α = 0.5 %).
-CONFIDENCE = 0.99
-#: Weight of the registry's run-to-run prior, in pseudo-runs (degrees of freedom).
-PRIOR_RUNS = 3.0
+#: Two-sided confidence of the interval of the change (one-sided α = 1 %, the A/A target); see
+#: docs/decisions.md for the measurement behind it.
+CONFIDENCE = 0.98
+#: Most baseline sessions a suggestion to record more will name.
+MAX_SUGGESTED_SESSIONS = 20
 _UNBOUNDED = 1e9
+
+__all__ = ["CONFIDENCE", "DEFAULT_METRICS", "PRIOR_RUNS", "MetricDef", "compare", "compare_metric",
+           "decide", "default_run_cv", "metric_value", "pairable"]
 
 
 @dataclass(frozen=True)
@@ -69,9 +80,9 @@ DEFAULT_METRICS: dict[str, MetricDef] = {
 
 
 def _kind(path: str) -> tuple[Kind, Optional[float]]:
-    """The registry's noise model of a gateable metric and, for percentiles, P."""
+    """The registry's noise model of a comparable metric and, for percentiles, P."""
     info = registry.metric(path)
-    if not info.gateable:
+    if not (info.gateable or path == "error_rate"):
         raise ValueError(f"metric {path!r} cannot be recomputed from per-request samples")
     return info.kind, info.percentile  # type: ignore[return-value]
 
@@ -79,110 +90,6 @@ def _kind(path: str) -> tuple[Kind, Optional[float]]:
 def default_run_cv(path: str) -> float:
     """The prior run-to-run CV of a metric (the registry's noise prior)."""
     return registry.metric(path).run_cv
-
-
-def _window(s: Samples) -> Optional[float]:
-    return s.window_s if finite(s.window_s) else None
-
-
-def metric_value(samples: Samples, path: str) -> Optional[float]:
-    """Recompute a metric from raw samples, as ``metrics.summarize`` defines it.
-
-    Percentiles are nearest-rank over successful requests; rates divide by the window
-    (0.0 for an empty window). None when the metric is undefined (no successful request,
-    no goodput column, no requests at all).
-    """
-    kind, pct = _kind(path)
-    if kind == "proportion":
-        if samples.good is None or not samples.ok:
-            return None
-        return sum(bool(g) and bool(o) for g, o in zip(samples.good, samples.ok)) / len(samples.ok)
-    if kind == "rate":
-        x, w = rate_column(samples, path), _window(samples)
-        if x is None or w is None:
-            return None
-        return float(x.sum()) / w if w > 0 else 0.0
-    xs = latencies(samples, path)
-    if xs.size == 0:
-        return None
-    if kind == "mean":
-        return math.fsum(xs.tolist()) / xs.size
-    assert pct is not None
-    return float(xs[stats.nearest_rank(xs.size, pct) - 1])
-
-
-def _pooled(runs: Sequence[Samples], path: str) -> Optional[Samples]:
-    """All runs' requests as one sample (windows add up)."""
-    if not runs:
-        return None
-    good = None if any(r.good is None for r in runs) else [g for r in runs for g in r.good or []]
-    return Samples(
-        window_s=sum(r.window_s for r in runs),
-        ok=[v for r in runs for v in r.ok],
-        good=good,
-        ttft_ms=[v for r in runs for v in r.ttft_ms],
-        tpot_ms=[v for r in runs for v in r.tpot_ms],
-        e2e_ms=[v for r in runs for v in r.e2e_ms],
-        output_tokens=[v for r in runs for v in r.output_tokens],
-        prompt_tokens=[v for r in runs for v in r.prompt_tokens],
-    )
-
-
-def _geomean(runs: Sequence[Samples], path: str) -> Optional[float]:
-    """Geometric mean of the per-run values (None unless every run has a positive value)."""
-    vals = [metric_value(r, path) for r in runs]
-    if not vals or any(v is None or not v > 0 or not math.isfinite(v) for v in vals):
-        return None
-    return math.exp(math.fsum(math.log(v) for v in vals if v is not None) / len(vals))
-
-
-def pairable(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]) -> bool:
-    """Whether request i of every run can stand next to request i of the others.
-
-    Needs the same number of measured requests in every run; the caller vouches that the
-    runs replay one schedule (the gate compares only runs of one spec, seed included).
-    """
-    sizes = {len(s.ok) for s in (*baseline_runs, *current_runs)}
-    return len(sizes) == 1 and sizes.pop() > 0
-
-
-def _run_value(kind: Kind, s: Samples, path: str, b_val: float) -> Optional[float]:
-    v = metric_value(s, path)
-    if v is None:
-        return None
-    if kind == "proportion":
-        return v / b_val
-    return math.log(v) if v > 0 else None
-
-
-def _between(kind: Kind, path: str, base_runs: Sequence[Samples],
-             cur_runs: Sequence[Samples], b_val: float, run_cv: Optional[float]) -> tuple[float, float, str]:
-    """Run-to-run SD σ_b on the analysis scale, its degrees of freedom, and a note.
-
-    σ_b² = (ν₀·cv₀² + ν·s²) / (ν₀ + ν): s² is the pooled spread of per-run values within
-    the baseline and within the current group (ν degrees of freedom), cv₀ the default
-    run-to-run CV worth ν₀ pseudo-runs. s² also holds within-run noise; it is not
-    subtracted, because runs replay one schedule and i.i.d. theory overstates that part.
-    """
-    cv0 = default_run_cv(path) if run_cv is None else run_cv
-    ss, dof = 0.0, 0
-    for group in (base_runs, cur_runs):
-        ys = [y for y in (_run_value(kind, s, path, b_val) for s in group) if y is not None]
-        if len(ys) >= 2:
-            ss += float(np.sum((np.asarray(ys) - np.mean(ys)) ** 2))
-            dof += len(ys) - 1
-    if dof == 0:
-        return cv0, PRIOR_RUNS, (
-            f"single baseline run: run-to-run spread unknown, assumed CV {cv0:.1%} "
-            f"({PRIOR_RUNS:g} pseudo-runs)"
-        )
-    spread = ss / dof
-    var = (PRIOR_RUNS * cv0**2 + dof * spread) / (PRIOR_RUNS + dof)
-    note = (
-        f"run-to-run CV {math.sqrt(spread):.1%} from {len(base_runs)} baseline + "
-        f"{len(cur_runs)} current runs, shrunk to {math.sqrt(var):.1%} towards default {cv0:.1%}"
-    )
-    return math.sqrt(var), PRIOR_RUNS + dof, note
 
 
 # --- verdicts --------------------------------------------------------------------------
@@ -213,104 +120,183 @@ def decide(direction: str, change: float, interval: tuple[float, float], toleran
     return "pass"
 
 
+def _detectable(scale: str, direction: str, worse_half: float, tolerance: float) -> float:
+    """The smallest worse change the rule could call *regressed*: the tolerance, or the worse
+    half-width of the interval when that is larger (on the change's own scale)."""
+    if scale == "log":
+        h = math.expm1(worse_half) if direction == "lower" else -math.expm1(-worse_half)
+    else:
+        h = worse_half
+    return max(tolerance, h)
+
+
+def _sessions_needed(within_sd: float, machine_sd: float, s: Optional[float], have: int,
+                     scale: str, direction: str, tolerance: float, confidence: float,
+                     prior_runs: float) -> Optional[int]:
+    """Baseline sessions that would bring the detectable change within the tolerance, at the
+    spread measured so far; None when no number of sessions would (the current session's
+    own spread remains)."""
+    for n in range(have + 1, have + MAX_SUGGESTED_SESSIONS + 1):
+        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs)
+        if _detectable(scale, direction, h, 0.0) < tolerance * 0.95:
+            return n
+    return None
+
+
 def compare_metric(
     defn: MetricDef,
-    baseline_runs: list[Samples],
-    current_runs: list[Samples],
+    baseline: Sequence[Samples] | Sessions,
+    current_runs: Sequence[Samples],
     *,
     seed: int = 0,
     confidence: float = CONFIDENCE,
     run_cv: Optional[float] = None,
     significance: Literal["zero", "tolerance"] = "zero",
     paired: bool = False,
+    prior_runs: float = PRIOR_RUNS,
 ) -> MetricComparison:
-    """Judge one metric: current runs (k ≥ 1) against a baseline history (newest last).
+    """Judge one metric: the current session's runs (k ≥ 1) against the baseline's sessions.
 
-    ``paired``: every run replays one schedule (same spec and seed), so request i is
-    compared with request i (:func:`pairable` must hold; otherwise the unpaired intervals).
+    ``baseline``: runs grouped by recorded session (oldest first), or a flat list of runs,
+    each then its own session. ``paired``: every run replays one schedule (same spec and
+    seed), so request i is compared with request i (:func:`pairable` must hold; otherwise
+    the unpaired intervals).
     """
     if not current_runs:
         raise ValueError("compare_metric needs at least one current run")
-    kind, pct = _kind(defn.path)
-    base_s, cur_s = _pooled(baseline_runs, defn.path), _pooled(current_runs, defn.path)
-    b_val = metric_value(base_s, defn.path) if base_s is not None else None
-    c_val = metric_value(cur_s, defn.path) if cur_s is not None else None
-    b_val = b_val if finite(b_val) else None
-    c_val = c_val if finite(c_val) else None
+    path = defn.path
+    sessions = as_sessions(baseline)
+    base_runs = [r for s in sessions for r in s]
+    kind, pct = _kind(path)
+    scale = scale_of(path)
+    b_val = baseline_value(sessions, path) if sessions else None
+    c_val = group_value(current_runs, path)
     if b_val is None and c_val is None:
         return _result(defn, "pass", note="not measured in baseline nor current run")
     if b_val is None:
         return _result(defn, "new", cur=c_val, note="no baseline value for this metric")
     if c_val is None:
-        worst = "regressed"
-        return _result(defn, worst, base=b_val, note="current run has no value: no successful requests")
-    if b_val <= 0:
+        return _result(defn, "regressed", base=b_val, note="current run has no value: no successful requests")
+    if math.inf in (b_val, c_val):
+        # Failures reached the percentile: more than (100 − P) % of requests failed.
+        if b_val == c_val:
+            return _result(defn, "pass", note="failures reach this percentile in baseline and current runs")
+        worse = c_val == math.inf
+        return _result(defn, "regressed" if worse else "improved",
+                       base=None if b_val == math.inf else b_val, cur=None if worse else c_val,
+                       note=f"failures (counted as +inf) reach this percentile in the "
+                            f"{'current' if worse else 'baseline'} run")
+    if scale != "absolute" and b_val <= 0:
         if c_val == b_val:
             return _result(defn, "pass", base=b_val, cur=c_val, change=0.0, note="baseline is 0")
         verdict = "improved" if (defn.direction == "higher") == (c_val > b_val) else "regressed"
         return _result(defn, verdict, base=b_val, cur=c_val,
                        note="baseline is 0: relative change undefined, judged by direction only")
-    assert base_s is not None and cur_s is not None
-    change = c_val / b_val - 1.0
-    if c_val <= 0 and kind != "proportion":
+    if scale == "log" and c_val <= 0:
         verdict = "regressed" if defn.direction == "higher" else "improved"
-        return _result(defn, verdict, base=b_val, cur=c_val, change=change,
+        return _result(defn, verdict, base=b_val, cur=c_val, change=-1.0,
                        note="current value is 0: judged by direction only")
-    sd_b, df_b, note = _between(kind, defn.path, baseline_runs, current_runs, b_val, run_cv)
-    hb = stats.t_ppf(0.5 + confidence / 2.0, df_b) * sd_b * math.sqrt(
-        1.0 / len(current_runs) + 1.0 / len(baseline_runs)
-    )
-    d = change if kind == "proportion" else math.log(c_val / b_val)
-    pooled_c, pooled_d = c_val, d
-    if kind in ("percentile", "mean") and max(len(baseline_runs), len(current_runs)) > 1:
-        # A percentile of pooled runs is a mixture's tail, dominated by the slowest run;
-        # the run-to-run term models the mean of per-run values, so centre on that.
-        b_gm, c_gm = _geomean(baseline_runs, defn.path), _geomean(current_runs, defn.path)
-        if b_gm is not None and c_gm is not None:
-            b_val, c_val = b_gm, c_gm
-            change, d = c_val / b_val - 1.0, math.log(c_val / b_val)
+    change = c_val - b_val if scale == "absolute" else c_val / b_val - 1.0
+    d = change if scale != "log" else math.log(c_val / b_val)
     halves = None
-    if paired and pairable(baseline_runs, current_runs):
-        halves = paired_half_widths(kind, pct, defn.path, baseline_runs, current_runs, d,
-                                    b_val, confidence, seed)
+    if paired and pairable(base_runs, current_runs):
+        halves = paired_half_widths(kind, pct, path, base_runs, current_runs, d, b_val,
+                                    confidence, seed)
     if halves is not None:
         a_lo, a_hi, method = halves[0], halves[1], "paired bootstrap"
     else:
-        lo_w, hi_w, method = unpaired_interval(
-            kind, pct, defn.path, defn.direction, cur_s, base_s, pooled_c, b_val, confidence, seed
-        )
-        a_lo, a_hi = pooled_d - lo_w, hi_w - pooled_d  # within-run half-widths
-    lo = d - math.hypot(a_lo, hb) if not math.isnan(a_lo) else -math.inf
-    hi = d + math.hypot(a_hi, hb) if not math.isnan(a_hi) else math.inf
-    if kind != "proportion":
+        base_s, cur_s = pooled(base_runs), pooled(current_runs)
+        assert base_s is not None and cur_s is not None
+        lo_w, hi_w, method = unpaired_interval(kind, pct, path, defn.direction, cur_s, base_s,
+                                               c_val, b_val, confidence, seed)
+        a_lo, a_hi = max(0.0, d - lo_w), max(0.0, hi_w - d)  # within-run half-widths
+    z = z_of(confidence)
+    s, nu, note = session_spread(path, sessions, b_val)
+    return rule(defn, base=b_val, cur=c_val, change=change, d=d, scale=scale,
+                within=(a_lo / z if math.isfinite(a_lo) else math.inf,
+                        a_hi / z if math.isfinite(a_hi) else math.inf),
+                machine=registry.metric(path).run_cv if run_cv is None else run_cv,
+                spread=(s, nu), sessions=len(sessions), confidence=confidence,
+                prior_runs=prior_runs, significance=significance, method=method, note=note,
+                can_be_underpowered=path != "error_rate")
+
+
+def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, scale: str,
+         within: tuple[float, float], machine: float, spread: tuple[Optional[float], int],
+         sessions: int, confidence: float = CONFIDENCE, prior_runs: float = PRIOR_RUNS,
+         significance: Literal["zero", "tolerance"] = "zero", method: str = "", note: str = "",
+         can_be_underpowered: bool = True) -> MetricComparison:
+    """The verdict on one change ``d`` (on its analysis scale) and the power behind it.
+
+    ``within``: the request-level SD of d below and above it; ``spread``: the baseline's
+    measured session SD and its degrees of freedom (None, 0 with one session). Scalars,
+    frontier points and capacities are all judged here, by one rule.
+    """
+    s, nu = spread
+    h_lo = half_width(within[0], machine, s, nu, sessions, confidence, prior_runs)
+    h_hi = half_width(within[1], machine, s, nu, sessions, confidence, prior_runs)
+    lo, hi = d - h_lo, d + h_hi
+    worse_half = h_hi if defn.direction == "lower" else h_lo
+    within_worse = within[1] if defn.direction == "lower" else within[0]
+    if scale == "log":
         lo, hi = math.expm1(lo), math.expm1(hi)
     lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
-    return _result(
-        defn, verdict, base=b_val, cur=c_val, change=change, interval=(lo, hi),
-        method=f"{method} + run-to-run t(ν={df_b:g})", note=note,
+    detectable = _detectable(scale, defn.direction, worse_half, defn.tolerance)
+    # The error rate is compared in every test as a safety net; its resolution is bounded by
+    # the request count (0 failures in 300 cannot prove a rate below ~1.5 %), so it is never
+    # called underpowered — the max_error_rate SLO is what holds it to a limit.
+    if verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered:
+        need = _sessions_needed(within_worse, machine, s, sessions, scale, defn.direction,
+                                defn.tolerance, confidence, prior_runs) if math.isfinite(within_worse) else None
+        fix = (f"record {need - sessions} more baseline session(s) ({need} in all)" if need
+               else "more baseline sessions alone will not do: use more requests, A/B mode "
+                    "(base and head in one job) or a larger tolerance")
+        note = f"{note}; could only detect a worse change beyond {fmt_on_scale(scale, detectable)}: {fix}"
+        verdict = "underpowered"
+    return MetricComparison(
+        metric=defn.path, direction=defn.direction, baseline=base, current=cur, change=change,
+        interval=(lo, hi), tolerance=defn.tolerance, verdict=verdict,  # type: ignore[arg-type]
+        method=f"{method} + sessions t(ν={prior_runs + nu:g})".lstrip(" +"), note=note,
+        detectable=detectable,
+        scale="absolute" if scale == "absolute" else "relative",
     )
 
 
+def _error_rate(runs: Sequence[Samples]) -> Optional[float]:
+    p = pooled(runs)
+    return metric_value(p, "error_rate") if p is not None else None
+
+
 def compare(
-    baseline_runs: list[Samples],
-    current_runs: list[Samples],
+    baseline: Sequence[Samples] | Sessions,
+    current_runs: Sequence[Samples],
     metrics: Iterable[MetricDef],
     *,
     seed: int = 0,
     **options: object,
 ) -> list[MetricComparison]:
-    """Compare every metric; metrics measured on neither side (e.g. goodput without SLOs) are left out."""
+    """Compare every metric, and the error rate always; metrics measured on neither side
+    (e.g. goodput without SLOs) are left out.
+
+    A latency is never *improved* while failures rose: requests that failed cannot have
+    been fast, so the improvement may be survivors' bias.
+    """
+    sessions = as_sessions(baseline)
+    defs = list(metrics)
+    if all(d.path != "error_rate" for d in defs):
+        defs.append(MetricDef.of("error_rate"))
+    b_err = _error_rate([r for s in sessions for r in s])
+    c_err = _error_rate(current_runs)
+    rose = b_err is not None and c_err is not None and c_err > b_err
     out = []
-    for i, defn in enumerate(metrics):
-        c = compare_metric(defn, baseline_runs, current_runs, seed=seed + i, **options)  # type: ignore[arg-type]
+    for i, defn in enumerate(defs):
+        c = compare_metric(defn, sessions, current_runs, seed=seed + i, **options)  # type: ignore[arg-type]
         if c.baseline is None and c.current is None:
             continue
+        if rose and c.verdict == "improved" and registry.metric(defn.path).unit == "ms":
+            c = c.model_copy(update={"verdict": "pass", "note": (
+                f"{c.note}; not counted as improved: the error rate rose from "
+                f"{b_err:.1%} to {c_err:.1%}").lstrip("; ")})
         out.append(c)
     return out
-
-
-def gate_fails(comparisons: Iterable[MetricComparison], strict: bool) -> bool:
-    """A regression always fails the gate; an inconclusive result only in strict mode."""
-    bad = {"regressed", "inconclusive"} if strict else {"regressed"}
-    return any(c.verdict in bad for c in comparisons)

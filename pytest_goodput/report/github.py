@@ -24,13 +24,14 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 #: Annotations of one type GitHub shows per step.
 ANNOTATIONS_PER_TYPE = 10
 ERROR_STATUSES = ("error", "invalid", "slo-failed", "regressed")
-WARNING_STATUSES = ("inconclusive", "incomparable")
+WARNING_STATUSES = ("inconclusive", "underpowered", "incomparable")
 _TITLES = {
     "error": "goodput: run failed",
     "invalid": "goodput: invalid run (client-bound)",
     "slo-failed": "goodput: SLO broken",
     "regressed": "goodput: regression",
     "inconclusive": "goodput: inconclusive change",
+    "underpowered": "goodput: too little data to detect a regression",
     "incomparable": "goodput: baseline not comparable",
 }
 
@@ -57,10 +58,10 @@ def command(kind: str, message: str, **props: Optional[object]) -> str:
 
 def _headline(o: TestOutcome) -> str:
     """Short cause for a title: the worst metric or SLO."""
-    if o.status in ("regressed", "inconclusive"):
+    if o.status in ("regressed", "inconclusive", "underpowered"):
         for c in sorted_comparisons(o):
             if c.verdict == o.status:
-                return f"{metric_label(c.metric, with_unit=False)} {fmt_change(c.change)}"
+                return f"{metric_label(c.metric, with_unit=False)} {fmt_change(c.change, scale=c.scale)}"
     if o.status == "slo-failed":
         return ", ".join(s.name for s in o.slo_failed)
     return ""

@@ -29,7 +29,7 @@ from pytest_goodput.schema.outcome import VERDICT_SYMBOL, TestOutcome
 from pytest_goodput.schema.spec import ScenarioSpec
 
 STATUS_EMOJI: dict[str, str] = {
-    "passed": "✅", "regressed": "❌", "inconclusive": "⚠️", "new": "🆕",
+    "passed": "✅", "regressed": "❌", "inconclusive": "⚠️", "underpowered": "🔍", "new": "🆕",
     "slo-failed": "❌", "invalid": "🚫", "error": "💥", "incomparable": "⛔",
 }
 _STATUS_WORD = {"slo-failed": "SLO-failed"}
@@ -98,10 +98,10 @@ def _status(status: str) -> str:
 def summary_line(outcomes: list[TestOutcome]) -> str:
     """One line with the count of every status; it is never cut from the report."""
     counts = status_counts(outcomes)
-    names = [s for s in STATUSES if s != "incomparable" or counts[s]]
+    names = [s for s in STATUSES if s not in ("incomparable", "underpowered") or counts[s]]
     parts = [f"{counts[s]} {_STATUS_WORD.get(s, s)}" for s in names]
     failing = any(counts[s] for s in FAILING)
-    mark = "❌" if failing else ("⚠️" if counts["inconclusive"] else "✅")
+    mark = "❌" if failing else ("⚠️" if counts["inconclusive"] or counts["underpowered"] else "✅")
     n = len(outcomes)
     return f"{mark} **{n} goodput test{'s' if n != 1 else ''}:** " + " · ".join(parts)
 
@@ -116,7 +116,7 @@ def _overview_row(o: TestOutcome) -> list[str]:
         escape_cell(metric_label(w.metric)),
         fmt_value(w.baseline, unit),
         fmt_value(w.current, unit),
-        fmt_change(w.change),
+        fmt_change(w.change, scale=w.scale),
     ]
 
 
@@ -131,8 +131,8 @@ def _metrics_table(o: TestOutcome) -> str:
             escape_cell(metric_label(c.metric)),
             fmt_value(c.baseline, unit),
             fmt_value(c.current, unit),
-            fmt_change(c.change),
-            fmt_interval(c.interval),
+            fmt_change(c.change, scale=c.scale),
+            fmt_interval(c.interval, scale=c.scale),
             f"{VERDICT_SYMBOL.get(c.verdict, '')} {c.verdict}",
             escape_cell(c.note),
         ])

@@ -29,18 +29,20 @@ from pytest_goodput.report.vocabulary import (
 from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
 
 STATUS_SYMBOL = {
-    "passed": "✓", "regressed": "✗", "inconclusive": "?", "new": "+",
+    "passed": "✓", "regressed": "✗", "inconclusive": "?", "underpowered": "~", "new": "+",
     "slo-failed": "✗", "invalid": "!", "error": "✗", "incomparable": "≠",
 }
 STATUS_ASCII = {
-    "passed": "ok", "regressed": "XX", "inconclusive": "??", "new": "++",
+    "passed": "ok", "regressed": "XX", "inconclusive": "??", "underpowered": "~~", "new": "++",
     "slo-failed": "XX", "invalid": "!!", "error": "XX", "incomparable": "!=",
 }
 VERDICT_SYMBOL = {
-    "pass": "✓", "improved": "✓", "regressed": "✗", "inconclusive": "?", "new": "+", "incomparable": "≠",
+    "pass": "✓", "improved": "✓", "regressed": "✗", "inconclusive": "?", "underpowered": "~", "new": "+",
+    "incomparable": "≠",
 }
 VERDICT_ASCII = {
-    "pass": "ok", "improved": "ok", "regressed": "XX", "inconclusive": "??", "new": "++", "incomparable": "!=",
+    "pass": "ok", "improved": "ok", "regressed": "XX", "inconclusive": "??", "underpowered": "~~",
+    "new": "++", "incomparable": "!=",
 }
 
 #: Key-metric columns of the summary, dropped from the right when the terminal is narrow.
@@ -99,7 +101,7 @@ def _summary_table(outcomes: list[TestOutcome], columns, name_limit: Optional[in
                 metric_label(w.metric, with_unit=False),
                 fmt_value(w.baseline, unit, missing),
                 fmt_value(w.current, unit, missing),
-                fmt_change(w.change, missing),
+                fmt_change(w.change, missing, w.scale),
             ]
         row.append(_status(o.status, ascii))
         rows.append(row)
@@ -126,8 +128,8 @@ def _metric_table(comparisons: list[MetricComparison], ascii: bool) -> str:
             metric_label(c.metric),
             fmt_value(c.baseline, unit, missing),
             fmt_value(c.current, unit, missing),
-            fmt_change(c.change, missing),
-            fmt_interval(c.interval, missing),
+            fmt_change(c.change, missing, c.scale),
+            fmt_interval(c.interval, missing, scale=c.scale),
             _verdict(c.verdict, ascii),
             c.note,
         ])
@@ -171,6 +173,9 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
     for o in ordered:
         if o.status in NOTEWORTHY:
             parts.append("\n".join(_detail(o, ascii)))
+    notes = [f"note: {o.nodeid}: {n}" for o in ordered if o.status not in NOTEWORTHY for n in o.notes]
+    if notes:
+        parts.append("\n".join(notes))
     return "\n\n".join(parts)
 
 
@@ -191,9 +196,9 @@ def _comparison_line(c: MetricComparison, arrow: str) -> str:
     label = metric_label(c.metric, with_unit=False)
     base = fmt_value(c.baseline, unit, missing="none")
     cur = fmt_value(c.current, unit, missing="none", with_unit=True)
-    bits = [f"change {fmt_change(c.change)}"]
+    bits = [f"change {fmt_change(c.change, scale=c.scale)}"]
     if c.interval is not None:
-        bits.append(f"interval {fmt_interval(c.interval)}")
+        bits.append(f"interval {fmt_interval(c.interval, scale=c.scale)}")
     bits.append(f"tolerance {fmt_percent(c.tolerance)}")
     if c.method:
         bits.append(f"method {c.method}")
@@ -215,6 +220,7 @@ def _problem_lines(o: TestOutcome, ascii: bool) -> list[str]:
             f"{k} {old or 'unset'} {arrow} {new or 'unset'}" for k, (old, new) in sorted(o.what_changed.items())
         )
         lines.append(f"what changed since the baseline: {changes}")
+    lines += [f"note: {n}" for n in o.notes]
     return lines
 
 
@@ -225,7 +231,7 @@ def failure_message(outcome: TestOutcome) -> str:
     if o.error:
         lines.append(f"error: {o.error}")
     for c in sorted_comparisons(o):
-        if c.verdict in ("regressed", "inconclusive"):
+        if c.verdict in ("regressed", "inconclusive", "underpowered"):
             lines.append(_comparison_line(c, "->"))
     lines += _problem_lines(o, ascii=True)
     if o.status == "new":

@@ -20,6 +20,7 @@ STATUSES: tuple[str, ...] = (
     "passed",
     "regressed",
     "inconclusive",
+    "underpowered",
     "new",
     "slo-failed",
     "invalid",
@@ -29,7 +30,7 @@ STATUSES: tuple[str, ...] = (
 #: Statuses that fail the gate (inconclusive fails only in strict mode).
 FAILING: frozenset[str] = frozenset({"regressed", "slo-failed", "invalid", "error"})
 #: Statuses that deserve a detailed look in every report.
-NOTEWORTHY: frozenset[str] = FAILING | {"inconclusive", "incomparable"}
+NOTEWORTHY: frozenset[str] = FAILING | {"inconclusive", "underpowered", "incomparable"}
 
 #: How bad a verdict is, for picking a test's worst metric (higher is worse).
 VERDICT_SEVERITY: dict[str, int] = {
@@ -37,6 +38,7 @@ VERDICT_SEVERITY: dict[str, int] = {
     "pass": 1,
     "new": 2,
     "incomparable": 3,
+    "underpowered": 4,
     "inconclusive": 4,
     "regressed": 5,
 }
@@ -104,23 +106,27 @@ def fmt_value(x: Optional[float], unit: str = "", missing: str = "–", with_uni
     return f"{text} {unit}" if with_unit and unit and x is not None else text
 
 
-def fmt_change(change: Optional[float], missing: str = "–") -> str:
-    """A signed relative change: ``+12.3%`` / ``-4.0%``."""
+def fmt_change(change: Optional[float], missing: str = "–", scale: str = "relative") -> str:
+    """A signed change: relative ``+12.3%`` / ``-4.0%``, or absolute in percentage points
+    (``+2.00 pp``: the error rate, a difference of two fractions)."""
     if change is None:
         return missing
     if math.isnan(change):
         return "nan"
     if math.isinf(change):
         return "+inf" if change > 0 else "-inf"
+    if scale == "absolute":
+        return f"{change * 100:+.2f} pp"
     return f"{change * 100:+.1f}%"
 
 
-def fmt_interval(interval: Optional[tuple[float, float]], missing: str = "–") -> str:
-    """``[-5.1%, +2.0%]``: the interval of a relative change."""
+def fmt_interval(interval: Optional[tuple[float, float]], missing: str = "–",
+                 scale: str = "relative") -> str:
+    """``[-5.1%, +2.0%]``: the interval of a change (see :func:`fmt_change`)."""
     if interval is None:
         return missing
     lo, hi = interval
-    return f"[{fmt_change(lo)}, {fmt_change(hi)}]"
+    return f"[{fmt_change(lo, scale=scale)}, {fmt_change(hi, scale=scale)}]"
 
 
 def sorted_outcomes(outcomes: Iterable["TestOutcome"]) -> list["TestOutcome"]:

@@ -31,6 +31,7 @@ class Evidence:
     frontier: Optional[list[dict[str, Any]]] = None  # the newest session's frontier (sweeps)
     points: Optional[list[dict[str, Any]]] = None  # every sweep point of the newest session
     capacity: Optional[dict[str, Any]] = None  # the newest session's capacity search
+    capacities: list[dict[str, Any]] = field(default_factory=list)  # every session's, oldest first
 
     @property
     def samples(self) -> list[Samples]:

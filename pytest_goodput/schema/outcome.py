@@ -10,8 +10,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Verdict = Literal["pass", "improved", "regressed", "inconclusive", "new", "incomparable"]
-VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "new", "incomparable")
+Verdict = Literal["pass", "improved", "regressed", "inconclusive", "underpowered", "new", "incomparable"]
+VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "underpowered", "new",
+                             "incomparable")
 Direction = Literal["higher", "lower"]
 
 #: The symbol each verdict is shown with in terminal and Markdown reports.
@@ -20,6 +21,7 @@ VERDICT_SYMBOL: dict[str, str] = {
     "improved": "🚀",
     "regressed": "❌",
     "inconclusive": "⚠️",
+    "underpowered": "🔍",
     "new": "🆕",
     "incomparable": "⛔",
 }
@@ -47,6 +49,11 @@ class MetricComparison(_Model):
     verdict: Verdict
     method: str = ""
     note: str = ""
+    detectable: Optional[float] = Field(
+        None, description="the smallest worse change this comparison could judge regressed")
+    scale: Literal["relative", "absolute"] = Field(
+        "relative", description="relative: change is (current-baseline)/baseline; absolute: "
+        "current-baseline (the error rate, in fractions)")
 
 
 class SLOOutcome(_Model):
@@ -83,10 +90,13 @@ class TestOutcome(_Model):
         None, description="sweeps: {'current': [...], 'baseline': [...], 'comparison': {...}}"
     )
     error: Optional[str] = Field(None, description="the run could not be made (engine down, ...)")
+    notes: list[str] = Field(default_factory=list,
+                             description="what the gate did on the way: re-measurements, sessions recorded")
 
     @property
     def status(self) -> str:
-        """One word for the test: error, invalid, slo-failed, regressed, inconclusive, new, passed."""
+        """One word for the test: error, invalid, slo-failed, regressed, inconclusive, underpowered,
+        new, incomparable, passed."""
         if self.error:
             return "error"
         if not self.client_valid:
@@ -97,6 +107,8 @@ class TestOutcome(_Model):
             return "regressed"
         if self.inconclusive:
             return "inconclusive"
+        if self.underpowered:
+            return "underpowered"
         if self.baseline_status == "new":
             return "new"
         if self.baseline_status == "incomparable":
@@ -110,6 +122,10 @@ class TestOutcome(_Model):
     @property
     def inconclusive(self) -> list[MetricComparison]:
         return [c for c in self.comparisons if c.verdict == "inconclusive"]
+
+    @property
+    def underpowered(self) -> list[MetricComparison]:
+        return [c for c in self.comparisons if c.verdict == "underpowered"]
 
     @property
     def slo_failed(self) -> list[SLOOutcome]:

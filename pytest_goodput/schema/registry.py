@@ -49,17 +49,25 @@ STATS: tuple[str, ...] = ("p50", "p90", "p95", "p99", "mean", "max")
 
 #: Default tolerance for a metric without one of its own.
 DEFAULT_TOLERANCE = 0.05
-#: Prior run-to-run CV by kind; TTFT's spread is mostly queueing against the arrival
-#: schedule (present on a quiet machine, growing slowly with machine noise), so its
-#: percentiles and mean get a prior of their own.
-RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.065, "mean": 0.05,
+#: Prior session-to-session CV by kind: what a shared machine moves a metric between two
+#: sessions before any history says otherwise. Throughput and TPOT follow machine speed
+#: about 1:1; TTFT's spread is mostly queueing against the arrival schedule (present on a
+#: quiet machine, amplified near the knee), so its percentiles and mean get a prior of
+#: their own (docs/decisions.md).
+RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.02, "mean": 0.02,
                             "shape": 0.03}
-RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.035}
+RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.03}
 #: Tolerances that differ from :data:`DEFAULT_TOLERANCE`.
 TOLERANCES: dict[str, float] = {
+    "error_rate": 0.005,  # absolute: half a percentage point
     "goodput.attainment": 0.02,
-    "metrics.ttft_ms.p99": 0.10,
+    # TTFT's tail is queueing: at a few hundred requests a P99 moves 3-6 % between sessions
+    # of one engine, so 10 % is below what a default gate can resolve (docs/decisions.md).
+    "metrics.ttft_ms.p99": 0.15,
     "metrics.tpot_ms.p99": 0.10,
+    # A search resolves capacity to capacity_resolution (5 %): two searches can only tell
+    # apart changes of about twice that.
+    "capacity.requests_per_s": 0.10,
 }
 
 #: Percentile SLO keywords of the spec, e.g. ``ttft_p99_ms``.
@@ -68,10 +76,15 @@ _LATENCY_PATH_RE = re.compile(r"^metrics\.(ttft|tpot|itl|e2e)_ms\.(mean|max|p(\d
 _SHORT_STAT_RE = re.compile(r"^(ttft|tpot|itl|e2e)_ms\.(p\d+(?:\.\d+)?|mean|max)$")
 
 
+#: Prior run-to-run spreads that differ from their kind's: the error rate's is absolute.
+RUN_CV_BY_PATH: dict[str, float] = {"error_rate": 0.002}
+
+
 def _info(path: str, label: str, unit: str, direction: Direction, kind: Kind, *,
           gateable: bool = True, tolerable: bool = True) -> MetricInfo:
     return MetricInfo(path=path, label=label, unit=unit, direction=direction, kind=kind,
-                      tolerance=TOLERANCES.get(path, DEFAULT_TOLERANCE), run_cv=RUN_CV[kind],
+                      tolerance=TOLERANCES.get(path, DEFAULT_TOLERANCE),
+                      run_cv=RUN_CV_BY_PATH.get(path, RUN_CV[kind]),
                       gateable=gateable, tolerable=tolerable)
 
 
@@ -94,7 +107,8 @@ FIXED: dict[str, MetricInfo] = {
               "shape", gateable=False, tolerable=False),
         _info("frontier.points", "frontier points", "", "higher", "shape", gateable=False,
               tolerable=False),
-        _info("error_rate", "error rate", "%", "lower", "proportion", gateable=False, tolerable=False),
+        # Compared in every test (failures are never invisible); judged on an absolute scale.
+        _info("error_rate", "error rate", "%", "lower", "proportion", gateable=False),
         _info("attainment", "attainment", "%", "higher", "proportion", gateable=False, tolerable=False),
     )
 }

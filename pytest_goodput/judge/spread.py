@@ -1,0 +1,94 @@
+"""Run-to-run spread: how far a session's value moves on this machine by chance (pure).
+
+The unit is the recorded session, not the repeat: repeats of one session share the
+machine's state (neighbours, clocks, caches), so counting them as independent makes the
+spread too small. The spread comes from the baseline's sessions only — never from the run
+being judged, or an intermittent slowdown would widen its own noise estimate.
+
+The change d between the current session and the baseline's mean is judged by a
+prediction interval (``docs/statistics.md``): the current session is one more draw of the
+session-to-session distribution, so Var(d) = σ²·(1 + 1/S) with S baseline sessions. σ² is
+the sample variance of the baseline's session values (ν = S − 1 degrees of freedom; it
+holds request-level and machine noise alike), shrunk towards a prior worth ν₀ pseudo-
+sessions: the registry's machine spread plus the request-level noise the within-run
+interval of this very comparison measured. The prior only ever widens: when the sessions
+vary more than it assumes, they decide alone. With one baseline session the prior alone
+decides, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Optional
+
+import numpy as np
+
+from pytest_goodput import stats
+from pytest_goodput.judge.values import Sessions, group_value
+from pytest_goodput.schema import registry
+
+#: Weight of the prior, in pseudo-sessions (degrees of freedom).
+PRIOR_RUNS = 3.0
+
+Scale = str  # "log" | "relative" | "absolute"
+
+
+def scale_of(path: str) -> Scale:
+    """The analysis scale: absolute for the error rate, relative for attainment, log otherwise."""
+    if path == "error_rate":
+        return "absolute"
+    return "relative" if registry.metric(path).kind == "proportion" else "log"
+
+
+def on_scale(scale: Scale, value: Optional[float], centre: float) -> Optional[float]:
+    """A value on the analysis scale (None when it has none there)."""
+    if value is None or not math.isfinite(value):
+        return None
+    if scale == "absolute":
+        return value
+    if scale == "relative":
+        return value / centre
+    return math.log(value) if value > 0 else None
+
+
+def fmt_on_scale(scale: Scale, x: float) -> str:
+    """A spread or change on its scale: percentage points (absolute) or a percent."""
+    return f"{x * 100:.2f} pp" if scale == "absolute" else f"{x:.1%}"
+
+
+def session_spread(path: str, sessions: Sessions, centre: float) -> tuple[Optional[float], int, str]:
+    """(s, ν, note): the measured SD of the baseline's session values on the analysis scale
+    (None with fewer than two sessions), its degrees of freedom, and a note."""
+    scale = scale_of(path)
+    ys = [y for y in (on_scale(scale, group_value(s, path), centre) for s in sessions) if y is not None]
+    if len(ys) < 2:
+        return None, 0, (f"{len(ys)} baseline session: run-to-run spread unknown, assumed "
+                         f"{fmt_on_scale(scale, registry.metric(path).run_cv)} of machine noise")
+    s = float(np.std(ys, ddof=1))
+    return s, len(ys) - 1, f"run-to-run spread {fmt_on_scale(scale, s)} across {len(ys)} baseline sessions"
+
+
+def half_width(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
+               confidence: float, prior_runs: float = PRIOR_RUNS) -> float:
+    """Half-width of the prediction interval of d on one side (see the module docstring).
+
+    ``within_sd``: the request-level SD of d on that side (the within-run interval over its
+    normal quantile); ``machine_sd``: the registry's prior machine spread of one session.
+    """
+    k = 1.0 + 1.0 / max(sessions, 1)
+    prior = machine_sd**2 * k + within_sd**2
+    if s is None:
+        return stats.t_ppf(0.5 + confidence / 2.0, prior_runs) * math.sqrt(prior)
+    measured = s**2 * k
+    if measured > prior:
+        # The sessions say this machine is noisier than the prior assumes: the prior must not
+        # talk the spread down, so the data alone decide (with their own few degrees of freedom).
+        return stats.t_ppf(0.5 + confidence / 2.0, nu) * math.sqrt(measured)
+    var = (prior_runs * prior + nu * measured) / (prior_runs + nu)
+    return stats.t_ppf(0.5 + confidence / 2.0, prior_runs + nu) * math.sqrt(var)
+
+
+def z_of(confidence: float) -> float:
+    """The normal quantile that turns a two-sided interval's half-width into an SD."""
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)

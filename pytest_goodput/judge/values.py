@@ -1,0 +1,152 @@
+"""A gated metric's value, recomputed from the per-request samples a baseline keeps (pure).
+
+The same definitions as ``measure.metrics`` (``docs/metrics.md``), with one rule of the
+gate on top: a failed request counts as +∞ in a gated percentile (it delivered nothing in
+time), so failures can never make a latency look better.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from pytest_goodput import stats
+from pytest_goodput.schema import registry
+from pytest_goodput.schema.results import Samples
+from pytest_goodput.stats.numbers import finite
+
+#: Runs grouped by recorded session (oldest first): the unit of run-to-run noise.
+Sessions = Sequence[Sequence[Samples]]
+
+
+def as_sessions(runs: Sequence[Samples] | Sessions) -> list[list[Samples]]:
+    """Sessions as given, or each run its own session when given a flat list of runs."""
+    out: list[list[Samples]] = []
+    for item in runs:
+        out.append([item] if isinstance(item, Samples) else list(item))
+    return [s for s in out if s]
+
+
+def failures(s: Samples) -> tuple[int, int]:
+    """(failed, issued) measured requests."""
+    return len(s.ok) - sum(bool(o) for o in s.ok), len(s.ok)
+
+
+def rate_column(s: Samples, path: str) -> Optional[np.ndarray]:
+    """Per-request contributions x_i to a rate metric (rate = Σx / window)."""
+    ok = np.asarray(s.ok, dtype=bool)
+    if path.startswith("goodput."):
+        if s.good is None:
+            return None
+        mask = np.asarray(s.good, dtype=bool) & ok
+    else:
+        mask = ok
+    out = np.asarray(s.output_tokens, dtype=float)
+    if path.endswith("requests_per_s"):
+        x = np.ones(len(mask))
+    elif path.endswith("total_tokens_per_s"):
+        x = out + np.asarray([p or 0 for p in s.prompt_tokens], dtype=float)
+    else:
+        x = out
+    return np.where(mask, x, 0.0)
+
+
+def latency_column(s: Samples, path: str, *, failures_as_inf: bool) -> np.ndarray:
+    """The latency column a ``metrics.<column>.<stat>`` path names, sorted.
+
+    Successful requests with a value (a one-token answer has no TPOT) and, when
+    ``failures_as_inf``, one +∞ per failed request.
+    """
+    col = getattr(s, path.split(".")[1])
+    vals = [v for v, ok in zip(col, s.ok) if ok and finite(v)]
+    if failures_as_inf:
+        vals += [math.inf] * failures(s)[0]
+    return np.sort(np.asarray(vals, dtype=float))
+
+
+def metric_value(samples: Samples, path: str) -> Optional[float]:
+    """Recompute a metric from raw samples.
+
+    Percentiles are nearest-rank with failures as +∞ (so the value is +∞ once failures
+    reach the percentile); means are over successful requests; rates divide by the window
+    (0.0 for an empty window); the error rate is failed / issued. None when the metric is
+    undefined (no requests, no goodput column, no value).
+    """
+    info = registry.metric(path)
+    if path == "error_rate":
+        failed, issued = failures(samples)
+        return failed / issued if issued else None
+    if info.kind == "proportion":
+        if samples.good is None or not samples.ok:
+            return None
+        return sum(bool(g) and bool(o) for g, o in zip(samples.good, samples.ok)) / len(samples.ok)
+    if info.kind == "rate":
+        x = rate_column(samples, path)
+        if x is None or not finite(samples.window_s):
+            return None
+        return float(x.sum()) / samples.window_s if samples.window_s > 0 else 0.0
+    xs = latency_column(samples, path, failures_as_inf=info.kind == "percentile")
+    if xs.size == 0:
+        return None
+    if info.kind == "mean":
+        return math.fsum(xs.tolist()) / xs.size
+    assert info.percentile is not None
+    return float(xs[stats.nearest_rank(xs.size, info.percentile) - 1])
+
+
+def pooled(runs: Sequence[Samples]) -> Optional[Samples]:
+    """All runs' requests as one sample (windows add up)."""
+    if not runs:
+        return None
+    good = None if any(r.good is None for r in runs) else [g for r in runs for g in r.good or []]
+    return Samples(
+        window_s=sum(r.window_s for r in runs),
+        ok=[v for r in runs for v in r.ok],
+        good=good,
+        ttft_ms=[v for r in runs for v in r.ttft_ms],
+        tpot_ms=[v for r in runs for v in r.tpot_ms],
+        e2e_ms=[v for r in runs for v in r.e2e_ms],
+        output_tokens=[v for r in runs for v in r.output_tokens],
+        prompt_tokens=[v for r in runs for v in r.prompt_tokens],
+    )
+
+
+def _geomean(values: Sequence[Optional[float]]) -> Optional[float]:
+    """Geometric mean; +∞ when any value is +∞; None unless every value is positive."""
+    if not values or any(v is None or not v > 0 for v in values):
+        return None
+    if any(v == math.inf for v in values):
+        return math.inf
+    return math.exp(math.fsum(math.log(v) for v in values if v is not None) / len(values))
+
+
+def group_value(runs: Sequence[Samples], path: str) -> Optional[float]:
+    """One session's (or one group's) value: counts and rates pooled; percentiles and means
+    as the geometric mean of the per-run values (a percentile of pooled runs is a mixture's
+    tail, dominated by the slowest run)."""
+    kind = registry.metric(path).kind
+    if kind in ("proportion", "rate"):
+        p = pooled(runs)
+        return metric_value(p, path) if p is not None else None
+    return _geomean([metric_value(r, path) for r in runs])
+
+
+def baseline_value(sessions: Sessions, path: str) -> Optional[float]:
+    """The baseline's centre: counts and rates pooled over every run; percentiles and means
+    as the geometric mean of the session values."""
+    kind = registry.metric(path).kind
+    if kind in ("proportion", "rate"):
+        return group_value([r for s in sessions for r in s], path)
+    return _geomean([group_value(s, path) for s in sessions])
+
+
+def pairable(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]) -> bool:
+    """Whether request i of every run can stand next to request i of the others.
+
+    Needs the same number of measured requests in every run; the caller vouches that the
+    runs replay one schedule (the gate compares only runs of one spec, seed included).
+    """
+    sizes = {len(s.ok) for s in (*baseline_runs, *current_runs)}
+    return len(sizes) == 1 and sizes.pop() > 0
