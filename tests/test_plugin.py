@@ -97,8 +97,12 @@ def test_attach_compare_new_then_pass_then_unused(pytester, sim_url):
     base = pytester.path / ".goodput/baselines/test_perf/test_server.json"
     doc = json.loads(base.read_text())
     assert doc["kind"] == "pytest-goodput-baseline" and doc["nodeid"] == "test_perf.py::test_server"
-    assert len(doc["runs"]) == 1 and len(doc["runs"][0]["samples"][0]["ttft_ms"]) == 40
+    # One update records five sessions; an attached engine is not relaunched between them,
+    # and the session says so.
+    assert len(doc["runs"]) == 5 and len(doc["runs"][0]["samples"][0]["ttft_ms"]) == 40
     assert doc["runs"][0]["environment"]["identity"]["hardware"] == "unlabelled"
+    res.stdout.fnmatch_lines(["*note: test_perf.py::test_server: the 5 recorded sessions share one "
+                              "engine process (attach*"])
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
     res.assert_outcomes(passed=1)
     # The test is renamed: its old baseline is reported as unused (the module was collected).

@@ -13,7 +13,7 @@ def test_precedence():
     assert s.scale == 0.5 and s.sources["scale"] == "--goodput-scale"
     assert s.url == "http://ini" and s.sources["url"] == "ini goodput_url"
     assert s.model == "env-m" and s.sources["model"] == "environment GOODPUT_MODEL"
-    assert s.tolerance is None and s.history == 5 and not s.compare
+    assert s.tolerance is None and s.history == 10 and s.sessions == 5 and not s.compare
 
 
 def test_baseline_flag_and_update():

@@ -11,7 +11,7 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Callable, Any, Literal, Optional
 
 import httpx
 
@@ -56,6 +56,25 @@ class Engine:
     provenance: dict[str, str] = field(default_factory=dict)
     log_path: Optional[str] = None
     _handle: Any = None
+    _start: Optional[Callable[[], Any]] = None  # starts a fresh process; None: not ours to restart
+
+    @property
+    def can_relaunch(self) -> bool:
+        """Whether this process started the engine and can start it afresh."""
+        return self._start is not None
+
+    def relaunch(self) -> None:
+        """Stop the engine and start a fresh process of it (a new session for the baseline).
+
+        Run-to-run noise on a launched engine is mostly launch-to-launch noise (memory
+        layout, thread placement, caches), so a baseline's sessions each get their own.
+        """
+        if self._start is None:
+            raise RuntimeError(f"an {self.kind} engine was not started here and cannot be relaunched")
+        self.close()
+        self._handle = self._start()
+        self.base_url = self._handle.base_url
+        self.log_path = str(self._handle.log_path)
 
     def resolve_model(self, timeout_s: float = 10.0) -> str:
         """The model name to request: as configured, else the engine's first listed model."""
@@ -114,7 +133,10 @@ def launch(
 ) -> Engine:
     """Start ``command`` (``{port}`` is replaced by a free port) and wait until it is ready."""
 
-    handle = start(command, env=env, ready_timeout_s=ready_timeout_s)
+    def fresh() -> Any:
+        return start(command, env=env, ready_timeout_s=ready_timeout_s)
+
+    handle = fresh()
     argv = command if isinstance(command, list) else shlex.split(command)
     return Engine(
         kind="launch",
@@ -127,6 +149,7 @@ def launch(
         },
         log_path=str(handle.log_path),
         _handle=handle,
+        _start=fresh,
     )
 
 
@@ -143,7 +166,10 @@ def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
     cmd = [sys.executable, "-m", "pytest_goodput", "sim", "--port", "0"]
     if model:
         cmd += ["--model", model]
-    handle = start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True)
+    def fresh() -> Any:
+        return start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True)
+
+    handle = fresh()
     sim_env = {k: v for k, v in env.items() if k.startswith("GOODPUT_SIM_")}
 
     prov = {"engine": "pytest-goodput-sim", "engine_version": __version__}
@@ -156,6 +182,7 @@ def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
         provenance=prov,
         log_path=str(handle.log_path),
         _handle=handle,
+        _start=fresh,
     )
 
 

@@ -280,7 +280,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     session = _session(item.config)
     assert harness.spec is not None and harness.measurement is not None and harness.engine
     outcome = session.judge(item.nodeid, item.location[:2] if item.location else None,
-                            harness.spec, harness.measurement, harness.engine)
+                            harness.spec, harness.measurement, harness.engine,
+                            earlier=harness.earlier_sessions, notes=harness.notes)
     for name, value in outcome.key_metrics.items():
         item.user_properties.append((f"goodput.{name}", value))
     item.user_properties.append(("goodput.status", outcome.status))

@@ -77,6 +77,10 @@ class GoodputSession:
         s = self.settings
         return Policy(compare=s.compare, strict=s.strict, tolerance=s.tolerance, update=s.update)
 
+    def sessions_to_record(self) -> int:
+        """Measurements one test makes: ``--goodput-sessions`` when recording, else one."""
+        return self.settings.sessions if self.settings.update else 1
+
     def judge(
         self,
         nodeid: str,
@@ -84,13 +88,15 @@ class GoodputSession:
         spec: ScenarioSpec,
         m: Measurement,
         engine: Engine,
+        earlier: Optional[list[Measurement]] = None,
+        notes: Optional[list[str]] = None,
     ) -> TestOutcome:
-        """Gate one test's measurement; in update mode also record it as the new baseline."""
+        """Gate one test's measurement; in update mode also record every session as baseline."""
         s = self.settings
         gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
-                     location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir)
-        if gated.written is not None:
-            self.written.append(gated.written)
+                     location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
+                     earlier=earlier or [], notes=notes or [])
+        self.written += gated.written
         self.skipped_writes += gated.skipped
         self.outcomes.append(gated.outcome)
         if gated.outcome.error is None:

@@ -70,7 +70,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("report", "write the per-PR Markdown report to this file"),
     Option("scale", "multiply request counts and durations (e.g. 0.25 for a smoke run)", "float"),
     Option("hardware", "hardware label; baselines from other hardware are incomparable"),
-    Option("history", "baseline runs kept per test for run-to-run noise (default 5)", "int"),
+    Option("history", "baseline sessions kept per test for run-to-run noise (default 10)", "int"),
+    Option("sessions", "sessions one --goodput-update-baseline records per test, relaunching the "
+           "engine in between when it started it (default 5)", "int"),
     Option("workers", "client processes each run's load is sharded over (default 1)", "int"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
@@ -85,6 +87,7 @@ _BOUNDS: dict[str, tuple[tuple[str, float], ...]] = {
     "tolerance": (("ge", 0), ("lt", 1)),
     "scale": (("gt", 0),),
     "history": (("ge", 1), ("le", 50)),
+    "sessions": (("ge", 1), ("le", 20)),
     "workers": (("ge", 1), ("le", 64)),
 }
 #: The comparisons, worded as pydantic words them (the messages users saw before).
@@ -121,7 +124,8 @@ class Settings:
     report: Optional[str] = None
     scale: float = 1.0
     hardware: Optional[str] = None
-    history: int = 5
+    history: int = 10
+    sessions: int = 5
     workers: Optional[int] = None
     sources: dict[str, str] = field(default_factory=dict)
 

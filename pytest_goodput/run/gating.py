@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.evidence import from_baseline, from_measurement
@@ -21,13 +21,17 @@ from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.fingerprint import collect
 
+#: Sessions one --goodput-update-baseline records when a test has no baseline yet: enough
+#: for the run-to-run spread to be measured, not assumed (docs/decisions.md).
+DEFAULT_SESSIONS = 5
+
 
 @dataclass
 class Gated:
-    """What gating one test did: its outcome, and the baseline it wrote or why it did not."""
+    """What gating one test did: its outcome, and the baseline files it wrote or why not."""
 
     outcome: TestOutcome
-    written: Optional[Path] = None
+    written: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
 
@@ -42,8 +46,15 @@ def gate(
     hardware: Optional[str] = None,
     history: int = DEFAULT_HISTORY,
     cwd: Optional[Path] = None,
+    earlier: Sequence[Measurement] = (),
+    notes: Sequence[str] = (),
 ) -> Gated:
-    """Judge ``m`` against the stored baseline of ``nodeid``; in update mode record it."""
+    """Judge ``m`` against the stored baseline of ``nodeid``; in update mode record it.
+
+    ``earlier``: in update mode, the sessions measured before ``m`` for the same baseline
+    (oldest first). Every session's runs are judged against the SLOs; all of them are
+    recorded, or none (only passing runs become baselines).
+    """
     spec = m.spec
     env = collect(model=engine.model or "?", spec_hash=spec.identity_hash(), hardware=hardware,
                   engine=engine.provenance, cwd=str(cwd) if cwd else None)
@@ -55,35 +66,45 @@ def gate(
             base = store.load(path, nodeid)
         except store.BaselineError as exc:
             return Gated(TestOutcome(nodeid=nodeid, location=location, scenario=spec.scenario,
-                                     error=str(exc)))
+                                     error=str(exc), notes=list(notes)))
     current = from_measurement(m, env)
+    # SLOs and client validity are judged on every session's runs, not only the last.
+    current.results = [r for s in (*earlier, m) for r in s.runs]
     baseline = from_baseline(base, spec) if base is not None and base.runs else None
     outcome = judge(nodeid, current, baseline,
                     Policy(compare=use_store, strict=policy.strict, tolerance=policy.tolerance,
                            update=policy.update),
                     location=location)
+    if notes:
+        outcome = outcome.model_copy(update={"notes": [*outcome.notes, *notes]})
     if not policy.update:
         return Gated(outcome)
-    return _record(path, nodeid, current, env, base, outcome, history)
+    return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current], env,
+                   base, outcome, history)
 
 
-def _record(path: Path, nodeid: str, current: Evidence, env: Fingerprint,
+def _record(path: Path, nodeid: str, sessions: list[Evidence], env: Fingerprint,
             base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
-    """Only a valid run that met its SLOs becomes a baseline."""
+    """Only valid sessions that met their SLOs become a baseline: all of them, or none."""
     if not outcome.client_valid:
         return Gated(outcome, skipped=[f"{nodeid}: client set the pace, baseline not recorded"])
     if outcome.slo_failed:
         broken = ", ".join(o.name for o in outcome.slo_failed)
         return Gated(outcome, skipped=[f"{nodeid}: SLO failed ({broken}), baseline not recorded"])
-    run = BaselineRun(
-        recorded_at=store.now_iso(),
-        environment=env,
-        summary=current.summary,
-        samples=current.latest,
-        frontier=current.frontier,
-        capacity=current.capacity,
-    )
-    store.record(path, nodeid=nodeid, spec=current.spec.model_dump(mode="json"),
-                 spec_hash=current.spec_hash, run=run, existing=base, history=history)
-    return Gated(outcome.model_copy(update={"baseline_status": "updated"}), written=path)
-
+    doc = base
+    for ev in sessions:
+        run = BaselineRun(
+            recorded_at=store.now_iso(),
+            environment=env,
+            summary=ev.summary,
+            samples=ev.latest,
+            frontier=ev.frontier,
+            capacity=ev.capacity,
+        )
+        doc = store.record(path, nodeid=nodeid, spec=ev.spec.model_dump(mode="json"),
+                           spec_hash=ev.spec_hash, run=run, existing=doc, history=history)
+    note = f"{len(sessions)} session(s) recorded" if len(sessions) > 1 else None
+    update = {"baseline_status": "updated"}
+    if note:
+        update["notes"] = [*outcome.notes, note]
+    return Gated(outcome.model_copy(update=update), written=[path])

@@ -14,8 +14,9 @@ from pytest_goodput.schema.results import Samples
 
 BASELINE_SCHEMA_VERSION = 1
 BASELINE_KIND = "pytest-goodput-baseline"
-#: Runs kept per baseline file; older ones fall off when a new run is recorded.
-DEFAULT_HISTORY = 5
+#: Runs (sessions) kept per baseline file; older ones fall off when new ones are recorded.
+#: Room for two recordings of the default five sessions.
+DEFAULT_HISTORY = 10
 
 class BaselineRun(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -1,0 +1,52 @@
+"""Recording a baseline records several sessions, relaunching the engine between them, and the
+session — not the repeat — is the unit of run-to-run noise (through pytester, as users run it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+# pytester's in-process runs drop modules first imported inside them; C extensions such as
+# numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
+import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.report.files  # noqa: F401
+import pytest_goodput.run.gating  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+RELAUNCHED = """
+import pytest
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=16, isl=16, osl=8)
+def test_closed(goodput, goodput_engine):
+    first = goodput_engine.base_url
+    goodput.run()
+    urls.append((first, goodput_engine.base_url))
+
+urls = []
+
+def test_zz_the_engine_was_relaunched():
+    assert urls and urls[0][0] != urls[0][1], urls
+"""
+
+
+def test_update_records_every_session_and_relaunches_the_simulator(pytester):
+    pytester.makepyfile(test_perf=RELAUNCHED)
+    res = pytester.runpytest("--goodput-update-baseline", "--goodput-sessions=3")
+    res.assert_outcomes(passed=2)
+    doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_closed.json").read_text())
+    assert len(doc["runs"]) == 3
+    assert all(len(run["samples"]) == 1 for run in doc["runs"])  # one repeat per session
+    res.stdout.fnmatch_lines(["*3 session(s) recorded*"])
+    # The next gate compares against three sessions.
+    res = pytester.runpytest("--goodput-baseline", "-k", "test_closed")
+    res.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("sessions", ["0", "21", "x"])
+def test_sessions_option_is_validated(pytester, sessions):
+    pytester.makepyfile(test_perf="def test_a():\n    pass\n")
+    res = pytester.runpytest(f"--goodput-sessions={sessions}")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["*sessions*"])
