@@ -1,32 +1,35 @@
-"""The gate's own error rates, measured on the virtual-time simulator.
+"""The gate's own error rates, measured on the virtual-time simulator, at the defaults a user gets.
 
-Each trial draws a baseline history (``--history`` runs) and current runs (``--repeats``)
-of the same scenario: ``--requests`` requests arriving as a Poisson stream at ``--rate``
-(one fixed schedule, as the load generator precomputes it from the spec seed), served by
-the simulator model (:mod:`pytest_goodput.sim.model`) with lognormal step jitter (a fresh
-seed per run) and a per-run machine-state slowdown drawn from a lognormal. Two noise
-settings (``--settings``):
+Each trial records a baseline the way ``--goodput-update-baseline`` does (``--sessions``
+sessions, each ``--repeats`` runs) and then gates one current session (``--repeats`` runs)
+per arm, all of the same scenario: ``--requests`` requests arriving as a Poisson stream at
+``--rate`` (one fixed schedule, as the load generator precomputes it from the spec seed),
+served by the simulator model (:mod:`pytest_goodput.sim.model`) with lognormal step jitter (a
+fresh seed per run). Machine state is a lognormal slowdown per *session*, shared by its
+repeats, plus a small one per run: repeats of one session are correlated, as on a real
+machine. Two noise settings (``--settings``):
 
-* ``measured``: step jitter σ 0.01, run CV 0.2 % — reproduces the run-to-run spread of the
-  real simulator measured by ``bench/gate_realtime.py`` (P99 TTFT CV ≈ 3 %, the rest < 0.5 %);
-* ``stress``: step jitter σ 0.05, run CV 3 % — a noisy shared machine (P99 CV ≈ 5–8 %).
+* ``measured``: step jitter σ 0.01, session CV 0.2 % — the run-to-run spread of the real
+  simulator measured by ``bench/gate_realtime.py`` (P99 TTFT CV ≈ 3 %, the rest < 0.5 %);
+* ``stress``: step jitter σ 0.05, session CV 3 % — a noisy shared machine.
 
-A/A: the current run is the same code. A/B: the current run is slowed by
-``--goodput-slowdown`` (a ~10 % goodput drop under the bench's SLOs) or
-``--ttft-slowdown`` (a ~20 % P99 TTFT rise); the realized true changes are printed. For
-every gated metric it prints the rates of "regressed" (false alarms under A/A, detections
-under A/B) with 95 % Wilson intervals, for the gate (paired: every run replays one
-schedule) and for the naive rule "fail when the point estimate is worse than the
-tolerance"; then the naive rule with its threshold tuned to the gate's detection in the
-first setting, applied unchanged to every setting.
+Arms (each against the same baseline): A/A; goodput −10 % (the engine 10 % slower under the
+bench's SLOs); P99 TTFT +20 %; P99 TPOT +20 %; error rate 0 → 2 % (random requests fail);
+bimodal (half the requests 30 % slower); failures for latency (the slowest 4 % of requests
+time out instead, with ``max_error_rate=0.05`` so the SLO allows it). For each arm it prints
+how often the gate judged the metric *regressed*, and how often the test failed — default
+mode (a regression or a broken error-rate SLO) and strict mode (also inconclusive or
+underpowered) — with 95 % Wilson intervals. Gated metrics: the server scenario's defaults
+with SLOs (goodput, P99 TTFT, P99 TPOT) and the error rate, which is always compared.
 
-    python bench/gate_quality.py                       # both settings: about 2 minutes on 2 cores
-    python bench/gate_quality.py --repeats 2           # the recommended gate: two current runs
+    python bench/gate_quality.py                         # defaults: about 6 minutes on 2 cores
+    python bench/gate_quality.py --sessions 3 --trials 200
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import multiprocessing as mp
 import time
@@ -34,66 +37,94 @@ from typing import Any
 
 import numpy as np
 
-from pytest_goodput.judge.verdicts import (
-    CONFIDENCE,
-    DEFAULT_METRICS,
-    compare_metric,
-    metric_value,
-)
+from pytest_goodput.judge.spread import PRIOR_RUNS
+from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare
+from pytest_goodput.run.gating import DEFAULT_SESSIONS
+from pytest_goodput.schema import registry
 from pytest_goodput.schema.results import Samples
 from pytest_goodput.sim.model import SimRequest, simulate
 from pytest_goodput.sim.profile import SimProfile
 from pytest_goodput.stats import wilson_interval
 
-ARMS = ("A/A", "A/B goodput", "A/B ttft")
-RULES = ("gate", "naive")
-
-
-def one_run(args: argparse.Namespace, noise_seed: int, slowdown: float) -> Samples:
-    """One simulated run of the bench scenario, as the per-request samples a baseline stores."""
-    rng = np.random.default_rng(args.schedule_seed)
-    arrivals = np.concatenate(([0.0], np.cumsum(rng.exponential(1.0 / args.rate, args.requests - 1))))
-    profile = SimProfile(noise_sigma=args.noise_sigma, seed=noise_seed, slowdown=slowdown)
-    lines = simulate(profile, [SimRequest(i, args.isl, args.osl, float(t)) for i, t in enumerate(arrivals)])
-    ttft = [1e3 * x.ttft for x in lines]
-    tpot = [1e3 * x.tpot for x in lines]
-    e2e = [1e3 * x.e2e for x in lines]
-    good = [a <= args.ttft_slo and b <= args.tpot_slo for a, b in zip(ttft, tpot)]
-    window = max(x.token_times[-1] for x in lines) - float(arrivals[0])
-    return Samples(window_s=window, ok=[True] * len(lines), good=good, ttft_ms=ttft, tpot_ms=tpot,
-                   e2e_ms=e2e, output_tokens=[args.osl] * len(lines), prompt_tokens=[args.isl] * len(lines))
-
-
-def _run_factor(rng: np.random.Generator, cv: float) -> float:
-    """Machine-state slowdown: lognormal with mean 1 and coefficient of variation ``cv``."""
-    s2 = math.log1p(cv * cv)
-    return float(math.exp(rng.normal(-s2 / 2.0, math.sqrt(s2))))
-
-
-SETTINGS: dict[str, tuple[float, float]] = {  # name: (run CV, step jitter σ)
+GATED = ("goodput.requests_per_s", "metrics.ttft_ms.p99", "metrics.tpot_ms.p99", "error_rate")
+ARMS = ("A/A", "goodput -10%", "P99 TTFT +20%", "P99 TPOT +20%", "errors 0->2%", "bimodal 50% x1.3",
+        "failures for latency")
+#: The metric each arm is about (its detection row); the test-level rows count every metric.
+ARM_METRIC = {"goodput -10%": "goodput.requests_per_s", "P99 TTFT +20%": "metrics.ttft_ms.p99",
+              "P99 TPOT +20%": "metrics.tpot_ms.p99", "errors 0->2%": "error_rate",
+              "bimodal 50% x1.3": "metrics.tpot_ms.p99", "failures for latency": "error_rate"}
+SETTINGS: dict[str, tuple[float, float]] = {  # name: (session CV, step jitter σ)
     "measured": (0.002, 0.01),
     "stress": (0.03, 0.05),
 }
 
 
+def _factor(rng: np.random.Generator, cv: float) -> float:
+    """Lognormal with mean 1 and coefficient of variation ``cv``."""
+    s2 = math.log1p(cv * cv)
+    return float(math.exp(rng.normal(-s2 / 2.0, math.sqrt(s2))))
+
+
+def one_run(args: argparse.Namespace, noise_seed: int, slowdown: float, arm: str,
+            rng: np.random.Generator) -> Samples:
+    """One simulated run of the bench scenario, as the per-request samples a baseline stores."""
+    srng = np.random.default_rng(args.schedule_seed)
+    arrivals = np.concatenate(([0.0], np.cumsum(srng.exponential(1.0 / args.rate, args.requests - 1))))
+    profile = SimProfile(noise_sigma=args.noise_sigma, seed=noise_seed, slowdown=slowdown)
+    lines = simulate(profile, [SimRequest(i, args.isl, args.osl, float(t)) for i, t in enumerate(arrivals)])
+    ttft = np.array([1e3 * x.ttft for x in lines])
+    tpot = np.array([1e3 * x.tpot for x in lines])
+    e2e = np.array([1e3 * x.e2e for x in lines])
+    ok = np.ones(len(lines), dtype=bool)
+    n = len(lines)
+    if arm == "bimodal 50% x1.3":
+        slow = rng.random(n) < 0.5
+        ttft, tpot, e2e = (np.where(slow, x * 1.3, x) for x in (ttft, tpot, e2e))
+    elif arm == "errors 0->2%":
+        ok &= rng.random(n) >= 0.02
+    elif arm == "failures for latency":
+        ok &= e2e < np.quantile(e2e, 0.96)
+    good = (ttft <= args.ttft_slo) & (tpot <= args.tpot_slo) & ok
+    window = float(arrivals[-1] - arrivals[0]) if n > 1 else 0.0
+    none = lambda x: [float(v) if o else None for v, o in zip(x, ok)]  # noqa: E731
+    return Samples(window_s=window, ok=ok.tolist(), good=good.tolist(), ttft_ms=none(ttft),
+                   tpot_ms=none(tpot), e2e_ms=none(e2e),
+                   output_tokens=[args.osl if o else 0 for o in ok], prompt_tokens=[args.isl] * n)
+
+
+def session(args: argparse.Namespace, seeds: Any, rng: np.random.Generator, effect: float,
+            arm: str) -> list[Samples]:
+    """One recorded session: its repeats share the session's machine state."""
+    state = _factor(rng, args.session_cv) * effect
+    return [one_run(args, next(seeds), state * _factor(rng, args.session_cv / 3.0), arm, rng)
+            for _ in range(args.repeats)]
+
+
 def trial(job: tuple[argparse.Namespace, int]) -> dict[str, Any]:
-    """One baseline history and three current runs (A/A and both A/B); verdicts by both rules."""
     args, t = job
     rng = np.random.default_rng([args.seed, t])
     seeds = iter(range(1_000_000 * (t + 1), 1_000_000 * (t + 2)))
-    base = [one_run(args, next(seeds), _run_factor(rng, args.run_cv)) for _ in range(args.history)]
-    arms = {"A/A": 1.0, "A/B goodput": args.goodput_slowdown, "A/B ttft": args.ttft_slowdown}
+    base = [session(args, seeds, rng, 1.0, "A/A") for _ in range(args.sessions)]
+    effects = {"goodput -10%": args.goodput_slowdown, "P99 TTFT +20%": args.ttft_slowdown,
+               "P99 TPOT +20%": args.tpot_slowdown}
+    defs = [MetricDef.of(p) for p in GATED]
     out: dict[str, Any] = {}
-    for arm, effect in arms.items():
-        cur = [one_run(args, next(seeds), effect * _run_factor(rng, args.run_cv)) for _ in range(args.repeats)]
-        for path, defn in DEFAULT_METRICS.items():
-            gate = compare_metric(defn, base, cur, seed=t, confidence=args.confidence, paired=args.paired)
-            sign = -1.0 if defn.direction == "higher" else 1.0
-            naive = gate.change is not None and sign * gate.change > defn.tolerance
-            out[(arm, path)] = {
-                "gate": gate.verdict, "naive": "regressed" if naive else "pass",
-                "worse": sign * (gate.change or 0.0), "value": metric_value(cur[0], path),
-            }
+    for arm in ARMS:
+        cur = session(args, seeds, rng, effects.get(arm, 1.0), arm)
+        cs = {c.metric: c for c in compare(base, cur, defs, seed=t, confidence=args.confidence,
+                                           paired=True, prior_runs=args.prior_runs)}
+        failed = sum(not o for s in cur for o in s.ok)
+        issued = sum(len(s.ok) for s in cur)
+        slo_broken = failed > (0.05 if arm == "failures for latency" else 0.0) * issued
+        verdicts = {m: c.verdict for m, c in cs.items()}
+        out[arm] = {
+            "verdicts": verdicts,
+            "fails": slo_broken or "regressed" in verdicts.values(),
+            "strict": slo_broken or any(v in ("regressed", "inconclusive", "underpowered")
+                                        for v in verdicts.values()),
+            "changes": {m: c.change for m, c in cs.items()},
+            "detectable": {m: c.detectable for m, c in cs.items()},
+        }
     return out
 
 
@@ -102,96 +133,82 @@ def _fmt(k: int, n: int) -> str:
     return f"{100 * k / n:5.1f}% [{100 * lo:4.1f}, {100 * hi:4.1f}]"
 
 
-def _report(args: argparse.Namespace, name: str, results: list[dict[str, Any]]) -> None:
+def _report(name: str, args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
     n = len(results)
-    print(f"\n== {name}: run CV {args.run_cv:.1%}, step jitter σ={args.noise_sigma:g} ==")
+    print(f"\n== {name}: session CV {args.session_cv:.1%}, step jitter σ={args.noise_sigma:g}; "
+          f"{n} trials ==")
     for arm in ARMS[1:]:
-        for path in ("goodput.requests_per_s", "metrics.ttft_ms.p99"):
-            aa = np.mean([r[("A/A", path)]["value"] for r in results])
-            ab = np.mean([r[(arm, path)]["value"] for r in results])
-            print(f"  true effect of {arm:<12} on {path:<24} {ab / aa - 1:+.1%}")
-    print(f"{'metric':<32}{'arm':<13}" + "".join(f"{r + ' regressed':>26}" for r in RULES)
-          + f"{'gate inconclusive':>26}")
-    for path in DEFAULT_METRICS:
-        for arm in ARMS:
-            rows = [r[(arm, path)] for r in results]
-            cells = "".join(f"{_fmt(sum(x[rule] == 'regressed' for x in rows), n):>26}" for rule in RULES)
-            inc = _fmt(sum(x["gate"] == "inconclusive" for x in rows), n)
-            print(f"{path:<32}{arm:<13}{cells}{inc:>26}")
-
-
-def _threshold(res: list[dict[str, Any]], arm: str, path: str) -> float:
-    """The naive threshold on the change that detects exactly as often as the gate."""
-    det = np.mean([r[(arm, path)]["gate"] == "regressed" for r in res])
-    worse = np.sort([r[(arm, path)]["worse"] for r in res])
-    return float(np.quantile(worse, 1.0 - det)) if det > 0 else math.inf
-
-
-def _naive_at_equal_detection(all_results: dict[str, list[dict[str, Any]]]) -> None:
-    """The naive rule at the gate's detection: tuned per setting, and tuned once then reused."""
-    first = next(iter(all_results))
-    pairs = (("A/B goodput", "goodput.requests_per_s"), ("A/B ttft", "metrics.ttft_ms.p99"))
-    print("\nnaive rule tuned to the gate's detection in each setting (threshold = the change "
-          "quantile detecting as often):")
-    for name, rs in all_results.items():
-        for arm, path in pairs:
-            thr = _threshold(rs, arm, path)
-            fa = sum(r[("A/A", path)]["worse"] > thr for r in rs)
-            gfa = sum(r[("A/A", path)]["gate"] == "regressed" for r in rs)
-            print(f"  [{name:<8}] {path:<24} threshold {thr:+.1%}: naive A/A {_fmt(fa, len(rs))}"
-                  f" | gate A/A {_fmt(gfa, len(rs))}")
-    print(f"\nnaive rule tuned in '{first}', applied unchanged to every setting:")
-    for arm, path in pairs:
-        thr = _threshold(all_results[first], arm, path)
-        for name, rs in all_results.items():
-            n = len(rs)
-            fa = sum(r[("A/A", path)]["worse"] > thr for r in rs)
-            hit = sum(r[(arm, path)]["worse"] > thr for r in rs)
-            gfa = sum(r[("A/A", path)]["gate"] == "regressed" for r in rs)
-            ghit = sum(r[(arm, path)]["gate"] == "regressed" for r in rs)
-            print(f"  {path:<24} threshold {thr:+.1%} [{name:<8}] naive A/A {_fmt(fa, n)}, "
-                  f"detects {_fmt(hit, n)} | gate A/A {_fmt(gfa, n)}, detects {_fmt(ghit, n)}")
+        m = ARM_METRIC[arm]
+        ch = [r[arm]["changes"].get(m) for r in results]
+        aa = [r["A/A"]["changes"].get(m) for r in results]
+        ch = [c for c in ch if c is not None and math.isfinite(c)]
+        aa = [c for c in aa if c is not None and math.isfinite(c)]
+        if ch and aa:
+            print(f"  realised change of {m:<24} under {arm:<22} {np.median(ch):+.1%} "
+                  f"(A/A {np.median(aa):+.1%})")
+    for m in GATED:
+        det = [r["A/A"]["detectable"].get(m) for r in results]
+        det = [d for d in det if d is not None]
+        if det:
+            scale = "pp" if m == "error_rate" else "%"
+            q = np.quantile(det, [0.5, 0.9]) * 100
+            print(f"  smallest detectable worse change of {m:<24} median {q[0]:.1f} {scale}, "
+                  f"90th percentile {q[1]:.1f} {scale}")
+    head = f"{'arm':<22}{'metric':<26}{'regressed':>24}{'underpowered':>24}"
+    print(head)
+    for arm in ARMS:
+        for m in GATED:
+            rows = [r[arm]["verdicts"].get(m) for r in results]
+            print(f"{arm:<22}{m:<26}{_fmt(sum(v == 'regressed' for v in rows), n):>24}"
+                  f"{_fmt(sum(v == 'underpowered' for v in rows), n):>24}")
+    print(f"{'arm':<22}{'test fails (default)':>26}{'test fails (strict)':>26}")
+    for arm in ARMS:
+        print(f"{arm:<22}{_fmt(sum(r[arm]['fails'] for r in results), n):>26}"
+              f"{_fmt(sum(r[arm]['strict'] for r in results), n):>26}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--trials", type=int, default=600)
-    p.add_argument("--requests", type=int, default=300)
-    p.add_argument("--rate", type=float, default=14.0, help="req/s; the default preset's knee is ~17")
+    p.add_argument("--trials", type=int, default=400)
+    p.add_argument("--requests", type=int, default=200, help="as the README's marker")
+    p.add_argument("--rate", type=float, default=8.0, help="req/s, as the README's marker (knee ~17)")
     p.add_argument("--isl", type=int, default=128)
     p.add_argument("--osl", type=int, default=64)
-    p.add_argument("--ttft-slo", type=float, default=80.0, help="ms, per request (goodput)")
-    p.add_argument("--tpot-slo", type=float, default=19.5, help="ms, per request (goodput)")
-    p.add_argument("--history", type=int, default=3, help="baseline runs")
-    p.add_argument("--repeats", type=int, default=1, help="current runs")
+    p.add_argument("--ttft-slo", type=float, default=20.0, help="ms, per request (goodput)")
+    p.add_argument("--tpot-slo", type=float, default=9.5, help="ms, per request (goodput)")
+    p.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS, help="baseline sessions recorded")
+    p.add_argument("--repeats", type=int, default=2, help="runs per session: the README marker's repeats")
     p.add_argument("--settings", default="measured,stress", help=f"comma-separated: {', '.join(SETTINGS)}")
-    p.add_argument("--run-cv", type=float, default=None, help="override: run-to-run CV of machine speed")
-    p.add_argument("--noise-sigma", type=float, default=None, help="override: per-step lognormal jitter")
-    p.add_argument("--no-paired", dest="paired", action="store_false",
-                   help="judge with the unpaired (independent-sample) intervals")
-    p.add_argument("--goodput-slowdown", type=float, default=1.10)
-    p.add_argument("--ttft-slowdown", type=float, default=1.08)
+    p.add_argument("--goodput-slowdown", type=float, default=1.10, help="about -10 %% goodput")
+    p.add_argument("--ttft-slowdown", type=float, default=1.12, help="about +20 %% P99 TTFT")
+    p.add_argument("--tpot-slowdown", type=float, default=1.12, help="about +20 %% P99 TPOT")
     p.add_argument("--confidence", type=float, default=CONFIDENCE)
+    p.add_argument("--prior-runs", type=float, default=PRIOR_RUNS)
+    p.add_argument("--prior-scale", type=float, default=1.0,
+                   help="multiply the registry's machine priors (to study their effect)")
     p.add_argument("--schedule-seed", type=int, default=0)
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args()
+    if args.prior_scale != 1.0:  # worker processes are forked: they inherit the patch
+        original = registry.metric
 
+        def scaled(name: str) -> registry.MetricInfo:
+            info = original(name)
+            return dataclasses.replace(info, run_cv=info.run_cv * args.prior_scale)
+
+        registry.metric = scaled  # type: ignore[assignment]
     t0 = time.perf_counter()
-    print(f"gate quality: {args.trials} trials per setting, {args.requests} requests at {args.rate:g} "
-          f"req/s, {args.history} baseline runs, {args.repeats} current run(s), "
-          f"{'paired' if args.paired else 'unpaired'}, confidence {args.confidence:g}")
-    all_results: dict[str, list[dict[str, Any]]] = {}
+    print(f"gate quality: {args.requests} requests at {args.rate:g} req/s, {args.sessions} baseline "
+          f"sessions x {args.repeats} run(s), one current session, confidence {args.confidence:g}, "
+          f"prior {args.prior_runs:g} pseudo-sessions x{args.prior_scale:g}")
     for name in args.settings.split(","):
-        run_cv, sigma = SETTINGS[name]
         a = argparse.Namespace(**vars(args))
-        a.run_cv = run_cv if args.run_cv is None else args.run_cv
-        a.noise_sigma = sigma if args.noise_sigma is None else args.noise_sigma
+        a.session_cv, a.noise_sigma = SETTINGS[name]
         with mp.Pool(args.workers) as pool:
-            all_results[name] = pool.map(trial, [(a, t) for t in range(args.trials)], chunksize=8)
-        _report(a, name, all_results[name])
-    _naive_at_equal_detection(all_results)
-    print(f"\nelapsed {time.perf_counter() - t0:.0f} s")
+            results = pool.map(trial, [(a, t) for t in range(args.trials)], chunksize=4)
+        _report(name, a, results)
+    print(f"\n{time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":
