@@ -1,4 +1,15 @@
-"""``python -m pytest_goodput``: run, simulate, compare and draw frontiers without pytest."""
+"""``python -m pytest_goodput``: run, simulate, compare and draw frontiers without pytest.
+
+Exit status, the same for every command:
+
+- 0: everything judged passed;
+- 1: a regression, a broken SLO, or failed requests beyond the spec's ``max_error_rate``
+  (also: an engine that would not start, a crashed client worker);
+- 2: usage or bad input: flags, spec values, unreadable or damaged files, an output path
+  that cannot be written (``error: cannot write <path>: <reason>``), a busy ``sim`` port;
+- 3: an invalid run: the client set the pace, so the numbers measure the load generator
+  (a regression or failed requests still exit 1).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +26,8 @@ from pytest_goodput.sim import server as sim_server
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pytest_goodput", description=__doc__)
+    parser.epilog = "exit status: 0 pass; 1 regression, broken SLO or failed requests; 2 usage " \
+                    "or bad input; 3 invalid run (the client set the pace)"
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_parser(sub)
     sim = sub.add_parser("sim", help="serve the embedded engine simulator", add_help=False)

@@ -4,7 +4,8 @@ BASE and NEW may each be a baseline file, a directory of baselines, a ``--goodpu
 session file, or a ``run --json`` result. Tests are matched by node id (a single run is
 called ``run``). Every test is judged by the same :func:`~pytest_goodput.judge.judge` as
 the plugin's gate: identity, SLOs, metrics, frontiers and capacities. Exit status: 0 pass,
-1 regression or broken SLO (or, with ``--strict``, inconclusive or incomparable).
+1 regression or broken SLO (or, with ``--strict``, inconclusive or incomparable), 2 bad
+input, 3 when a side's runs are invalid (the client set the pace) and nothing regressed.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import json
 from pathlib import Path
 
 from pytest_goodput.judge.judge import Policy, fails, judge
+from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK
 from pytest_goodput.report.markdown import render_markdown
 from pytest_goodput.report.terminal import render_summary
+from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.store.files import write_atomic
 from pytest_goodput.store.readers import load_evidence
 
@@ -35,4 +38,20 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     if ns.json:
         doc = {"schema_version": 1, "outcomes": [o.model_dump(mode="json") for o in outcomes]}
         write_atomic(Path(ns.json), json.dumps(doc, indent=1) + "\n")
-    return 1 if any(fails(o, policy) for o in outcomes) else 0
+    invalid_base = [n for n in sorted(new) if n in base
+                    and not all(r.client.valid for r in base[n].results)]
+    return compare_exit_code(outcomes, policy, invalid_base)
+
+
+def compare_exit_code(outcomes: list[TestOutcome], policy: Policy, invalid_base: list[str]) -> int:
+    """1 on a regression, an error or failed requests beyond ``max_error_rate``; else 3 when
+    either side's runs are invalid; else 1 when :func:`fails` says so (SLOs, strict); else 0."""
+    if any(o.error or o.regressed or _errors_broken(o) for o in outcomes):
+        return EXIT_FAIL
+    if invalid_base or any(not o.client_valid for o in outcomes):
+        return EXIT_INVALID
+    return EXIT_FAIL if any(fails(o, policy) for o in outcomes) else EXIT_OK
+
+
+def _errors_broken(outcome: TestOutcome) -> bool:
+    return any(s.name == "error_rate" and not s.ok for s in outcome.slos)

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_goodput.engines.engine import select
+from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import build_spec
 from pytest_goodput.store.files import write_atomic
 
@@ -47,8 +49,15 @@ SPEC_FLAGS = (
 )
 
 
+#: Exit statuses of ``python -m pytest_goodput`` (one contract for every command).
+EXIT_OK = 0  # every judged run passed
+EXIT_FAIL = 1  # a regression, a broken SLO, or failed requests beyond max_error_rate
+EXIT_USAGE = 2  # bad flags, bad input files, an unwritable output path
+EXIT_INVALID = 3  # the client set the pace: the runs measure the load generator, not the engine
+
+
 class CLIError(Exception):
-    pass
+    """A usage error: bad flags or values (exit 2)."""
 
 
 def parse_slo(text: str) -> dict[str, Any]:
@@ -113,6 +122,24 @@ def cmd_run(ns: argparse.Namespace) -> int:
         body = m.result.model_dump_json(indent=1) if len(m.runs) == 1 else (
             "[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
         write_atomic(Path(ns.json), body + "\n")
-    bad = [r for r in m.runs if not r.client.valid or (r.goodput and not r.goodput.met)
-           or any(not c.ok for c in r.percentile_slos)]
-    return 1 if bad else 0
+    return run_exit_code(m.runs)
+
+
+def run_exit_code(runs: list[RunResult]) -> int:
+    """The exit status of ``run`` (see :mod:`pytest_goodput.cli`), judged by the gate's SLO judging.
+
+    1 when requests failed beyond ``max_error_rate`` (always, whoever set the pace) or, with
+    a valid client, any SLO broke; 3 when the client set the pace; 0 otherwise. A sweep or
+    capacity search crosses the knee on purpose: only its error rate is judged here.
+    """
+    if not runs:
+        return 0
+    judged_alone = runs[0].spec.scenario not in ("sweep", "capacity")
+    outcomes = [o for r in runs for o in slo_outcomes([r], strict=False)]
+    if any(o.name == "error_rate" and not o.ok for o in outcomes):
+        return EXIT_FAIL
+    if not all(r.client.valid for r in runs):
+        return EXIT_INVALID
+    if judged_alone and any(not o.ok for o in outcomes):
+        return EXIT_FAIL
+    return EXIT_OK

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -62,7 +63,8 @@ class ScenarioSpec(BaseModel):
     identity (what a baseline is comparable with) is :meth:`identity_hash`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinities validate as floats but break schedules, timeouts and comparisons.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # --- scenario and load -------------------------------------------------------------
     scenario: Scenario = "server"
@@ -131,13 +133,23 @@ class ScenarioSpec(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        pct = dict(data.get("percentile_slos") or {})
+        given = data.get("percentile_slos") or {}
+        if not isinstance(given, dict):
+            raise ValueError(
+                f"percentile_slos must be a dict such as {{'ttft_p99_ms': 450}}, got {given!r}"
+            )
+        pct = dict(given)
         for key in list(data):
-            m = PERCENTILE_SLO_RE.match(key)
+            m = PERCENTILE_SLO_RE.match(key) if isinstance(key, str) else None
             if m:
                 pct[key] = data.pop(key)
         preset = data.get("slo")
         if preset is not None:
+            if not isinstance(preset, str):
+                raise ValueError(
+                    f"slo must be a preset name (a string) such as "
+                    f"'mlperf/llama2-70b/interactive', got {preset!r}"
+                )
             if preset not in SLO_PRESETS:
                 raise ValueError(
                     f"unknown SLO preset {preset!r}; allowed: {', '.join(sorted(SLO_PRESETS))}"
@@ -148,6 +160,10 @@ class ScenarioSpec(BaseModel):
             data.setdefault("ttft_ms", ttft)
             data.setdefault("tpot_ms", tpot)
         for key, value in pct.items():
+            if not isinstance(key, str):
+                raise ValueError(
+                    f"percentile_slos: key {key!r} is not a name such as 'ttft_p99_ms'"
+                )
             m = PERCENTILE_SLO_RE.match(key)
             if not m:
                 raise ValueError(
@@ -156,8 +172,11 @@ class ScenarioSpec(BaseModel):
                 )
             if not (0 < float(m.group(2)) < 100):
                 raise ValueError(f"percentile SLO {key!r}: percentile must be in (0, 100)")
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"percentile SLO {key!r} must be a positive number of ms")
+            if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                    or not math.isfinite(value) or value <= 0):
+                raise ValueError(
+                    f"percentile SLO {key!r} must be a positive number of ms (finite), got {value!r}"
+                )
         if pct:
             data["percentile_slos"] = pct
         if data.get("requests") is None and data.get("duration_s") is None:
@@ -178,6 +197,10 @@ class ScenarioSpec(BaseModel):
             raise ValueError("scenario 'sweep' needs sweep= (a list of concurrencies or rates)")
         if self.sweep is not None and any(v <= 0 for v in self.sweep):
             raise ValueError("sweep values must all be > 0")
+        if self.sweep is not None and self.sweep_over == "concurrency" and any(
+                v != int(v) for v in self.sweep):
+            raise ValueError("sweep= concurrencies must be whole numbers >= 1 "
+                             f"(got {list(self.sweep)}); sweep rates with sweep_over='rate'")
         if s == "interactive" and not (self.has_request_slos or self.percentile_slos):
             raise ValueError(
                 "scenario 'interactive' needs SLOs: slo='mlperf/<model>/interactive' "

@@ -326,11 +326,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _serve(profile: SimProfile, host: str, port: int, trace: Optional[str]) -> None:
-    engine = SimEngine(profile, trace)
-    engine.start()
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))  # before the engine starts: a busy port leaves nothing running
+    except OSError:
+        sock.close()
+        raise
+    engine = SimEngine(profile, trace)
+    engine.start()
     config = uvicorn.Config(build_app(engine), log_level="warning", access_log=False,
                             lifespan="off", loop="none", http="httptools", backlog=1024,
                             proxy_headers=False)
@@ -370,6 +374,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         loop.run_until_complete(_serve(profile, host, port, trace))
     except KeyboardInterrupt:
         pass
+    except OSError as err:  # the port is taken, the host is not ours: one line, not a traceback
+        print(f"error: cannot listen on {host}:{port}: {err.strerror or err}", file=sys.stderr)
+        return 2
     finally:
         loop.close()
     return 0

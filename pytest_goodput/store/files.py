@@ -7,19 +7,47 @@ import tempfile
 from pathlib import Path
 
 
+class WriteError(OSError):
+    """A file could not be written; the message is ``cannot write <path>: <reason>``."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and ``os.replace``: all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write via a temporary file in the same directory and ``os.replace``: all or nothing.
+
+    Any failure (read-only directory, ``path`` is a directory, disk full) raises
+    :class:`WriteError` naming the path and the reason; no temporary file is left behind.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise WriteError(path, "it is a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteError(path, _reason(exc)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise WriteError(path, _reason(exc)) from None
         raise
