@@ -30,3 +30,11 @@ def slow_sim_url():
     """A simulator twice as slow as the default one, for regressions the gate must catch."""
     with simulator(slowdown=2.0) as eng:
         yield eng.base_url
+
+
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """Tests see the environment a developer has: the gate's CI-only rules (a missing baseline
+    fails in CI) and GitHub's annotations are tested where a test sets CI or GITHUB_ACTIONS."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

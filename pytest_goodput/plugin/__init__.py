@@ -306,12 +306,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         # A terminal gets a table that fits; a CI log keeps every column.
         width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
         tr.write_line(core.render_summary(session.outcomes, width=width, ascii=ascii_only))
-    s = session.settings
-    if s.compare and not s.update and session.outcomes and all(
-        o.baseline_status == "new" for o in session.outcomes
-    ):
-        tr.write_line(f"no baseline found under {session.baseline_dir}: nothing was compared "
-                      "(record them with --goodput-update-baseline)", yellow=True)
+    missing = session.missing_baselines()
+    if missing is not None:
+        failing = session.missing_baselines_fail()
+        tr.write_line(("error: " if failing else "warning: ") + missing, red=failing, yellow=not failing)
     for path in session.written:
         tr.write_line(f"baseline written: {path}")
     for note in session.skipped_writes:
@@ -332,7 +330,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _core().write_session_reports(gs)
     except OSError as exc:
         gs.errors.append(f"could not write a goodput report: {exc}")
-    if gs.errors and session.exitstatus == 0:
+    failing = gs.errors or (gs.missing_baselines() is not None and gs.missing_baselines_fail())
+    if failing and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -6,6 +6,7 @@ baselines in update mode, and writes the session's reports at the end.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -107,6 +108,27 @@ class GoodputSession:
         return fails(outcome, self.policy())
 
     # --- end of session ------------------------------------------------------------------
+    def missing_baselines(self) -> Optional[str]:
+        """What to say when the gate compared against nothing: no baseline directory, or none
+        of its files for the tests that ran. A typo in the path or a CI cache miss would
+        otherwise turn the gate into a silent no-op."""
+        s = self.settings
+        if not s.compare or s.update or not self.outcomes:
+            return None
+        if any(o.baseline_status != "new" for o in self.outcomes):
+            return None
+        where = self.baseline_dir
+        state = "does not exist" if not where.exists() else "holds no baseline of these tests"
+        return (f"{where} {state}: no goodput test was compared, so the gate judged nothing "
+                "(record baselines with --goodput-update-baseline, or restore them)")
+
+    def missing_baselines_fail(self) -> bool:
+        """Missing baselines fail the session in strict mode, and in CI unless new baselines
+        are allowed there (``--goodput-allow-new``)."""
+        s = self.settings
+        in_ci = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
+        return s.strict or (in_ci and not s.allow_new)
+
     def unused_baselines(self) -> list[Path]:
         """Baselines of collected test modules whose test no longer exists."""
         unused = []

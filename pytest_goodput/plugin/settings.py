@@ -63,7 +63,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("api_key_env", "name of the environment variable holding the API key (never stored)"),
     Option("serve", 'command that launches an engine, "{port}" replaced by a free port'),
     Option("baseline_dir", "directory of stored baselines (default .goodput/baselines)", cli=False),
-    Option("strict", "fail on inconclusive verdicts and unproven percentile SLOs", "bool"),
+    Option("strict", "fail on inconclusive and underpowered verdicts, unproven percentile SLOs "
+           "and missing baselines", "bool"),
+    Option("allow_new", "in CI (CI or GITHUB_ACTIONS set), accept a run with no stored baseline "
+           "at all instead of failing it", "bool"),
     Option("tolerance", "default tolerated relative change of a gated metric (e.g. 0.05)", "float"),
     Option("json", "write every test's result, verdicts and per-request records to this JSON file",
            attr="json_path"),
@@ -119,6 +122,7 @@ class Settings:
     compare: bool = False
     update: bool = False
     strict: bool = False
+    allow_new: bool = False
     tolerance: Optional[float] = None
     json_path: Optional[str] = None
     report: Optional[str] = None
