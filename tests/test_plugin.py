@@ -327,4 +327,4 @@ def test_compare_mode_without_any_baseline_says_so(pytester, sim_url):
     write_test(pytester, SERVER_TEST)
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
     res.assert_outcomes(passed=1)
-    assert "no baseline found under" in res.stdout.str()
+    assert "does not exist: no goodput test was compared" in res.stdout.str()
