@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from pydantic import ValidationError
 
@@ -22,7 +24,13 @@ from pytest_goodput.schema.baseline import (
     BaselineFile,
     BaselineRun,
 )
-from pytest_goodput.store.files import write_atomic
+from pytest_goodput.schema.results import Samples
+from pytest_goodput.store.files import WriteError, write_atomic
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock, see record()
+    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_DIR = ".goodput/baselines"
 
@@ -58,7 +66,12 @@ def load(path: Path, nodeid: Optional[str] = None) -> Optional[BaselineFile]:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not UTF-8 text (byte {exc.start}); "
+            "fix or delete it, then record a new one with --goodput-update-baseline"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -84,11 +97,46 @@ def load(path: Path, nodeid: Optional[str] = None) -> Optional[BaselineFile]:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise BaselineError(f"baseline {path} is invalid at {loc}: {first['msg']}") from None
+    _check_columns(path, doc)
     if nodeid is not None and doc.nodeid != nodeid:
         raise BaselineError(
             f"baseline {path} belongs to {doc.nodeid!r}, not {nodeid!r}; it was left untouched"
         )
     return doc
+
+
+def _check_columns(path: Path, doc: BaselineFile) -> None:
+    """Every sample column has one entry per request (the length of ``ok``)."""
+    for i, run in enumerate(doc.runs):
+        for j, samples in enumerate(run.samples):
+            n = len(samples.ok)
+            for name in Samples.model_fields:
+                column = getattr(samples, name)
+                if isinstance(column, list) and len(column) != n:
+                    raise BaselineError(
+                        f"baseline {path} is invalid at runs.{i}.samples.{j}.{name}: "
+                        f"{len(column)} values for {n} requests (the length of ok); "
+                        "fix or delete it, then record a new one with --goodput-update-baseline"
+                    )
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<path>.lock`` (a sibling file; no lock without fcntl)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WriteError(lock_path, exc.strerror or str(exc)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def record(
@@ -101,7 +149,33 @@ def record(
     existing: Optional[BaselineFile],
     history: int = DEFAULT_HISTORY,
 ) -> BaselineFile:
-    """Append ``run`` to the history (a new identity starts a new history) and save it."""
+    """Append ``run`` to the history (a new identity starts a new history) and save it.
+
+    Merge-safe: under an exclusive lock on the sibling file ``<path>.lock`` the baseline is
+    re-read, ``run`` appended and the file written atomically, so concurrent recorders on one
+    directory lose no run. The file read under the lock wins over ``existing`` (kept for
+    callers that already loaded it; used only when the file cannot be read back). POSIX
+    only: without ``fcntl`` (Windows) there is no lock and the last writer wins.
+    """
+    with _locked(path):
+        try:
+            current = load(path, nodeid)
+        except BaselineError:
+            current = existing  # the caller already decided what to do with a damaged file
+        return _append(path, nodeid=nodeid, spec=spec, spec_hash=spec_hash, run=run,
+                       existing=current, history=history)
+
+
+def _append(
+    path: Path,
+    *,
+    nodeid: str,
+    spec: dict[str, Any],
+    spec_hash: str,
+    run: BaselineRun,
+    existing: Optional[BaselineFile],
+    history: int,
+) -> BaselineFile:
     runs: list[BaselineRun] = []
     if existing is not None and existing.spec_hash == spec_hash:
         same_identity = [
@@ -126,7 +200,7 @@ def find_all(directory: Path) -> dict[str, Path]:
     for p in sorted(directory.rglob("*.json")):
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: not a baseline
             continue
         if isinstance(data, dict) and data.get("kind") == BASELINE_KIND and "nodeid" in data:
             found[str(data["nodeid"])] = p

@@ -52,6 +52,10 @@ def load_evidence(path: Path) -> dict[str, Evidence]:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}), not a pytest-goodput file") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     try:

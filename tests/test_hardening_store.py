@@ -1,0 +1,151 @@
+"""Damaged baseline files and concurrent recorders, as users meet them.
+
+A non-UTF-8 file in the baseline directory, a baseline whose sample columns disagree, and
+several ``--goodput-update-baseline`` runs on one directory at once.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import subprocess
+import sys
+
+import pytest
+
+import pytest_goodput.judge.verdicts  # noqa: F401  (pytester: import C-extension users once)
+import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.report.github  # noqa: F401
+import pytest_goodput.report.markdown  # noqa: F401
+import pytest_goodput.report.terminal  # noqa: F401
+from pytest_goodput.schema.environment import Fingerprint
+from pytest_goodput.schema.results import Samples
+from pytest_goodput.store import baseline as store
+
+pytest_plugins = ["pytester"]
+
+NODEID = "t.py::t"
+
+
+def run(ttft: float = 10.0, n: int = 3) -> store.BaselineRun:
+    return store.BaselineRun(
+        recorded_at="2026-11-29T00:00:00+00:00",
+        environment=Fingerprint(identity={"hardware": "h100", "model": "m", "scenario_hash": "x"},
+                                provenance={"engine_version": "1"}),
+        summary={"metrics.ttft_ms.p99": ttft},
+        samples=[Samples(window_s=1.0, ok=[True] * n, ttft_ms=[ttft] * n, tpot_ms=[1.0] * n,
+                         e2e_ms=[20.0] * n, output_tokens=[8] * n, prompt_tokens=[16] * n)],
+    )
+
+
+def _append(args: tuple[str, int]) -> None:
+    path, i = args
+    from pathlib import Path
+    # Every writer read the file before any of them wrote: the stale ``existing`` must not win.
+    store.record(Path(path), nodeid=NODEID, spec={"rate": 1}, spec_hash="x",
+                 run=run(ttft=float(i)), existing=None, history=100)
+
+
+def test_concurrent_recorders_keep_every_run(tmp_path):
+    path = tmp_path / "b" / "t.json"
+    writers = 24
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(8) as pool:
+        pool.map(_append, [(str(path), i) for i in range(writers)], chunksize=1)
+    doc = store.load(path, NODEID)
+    assert doc is not None
+    assert sorted(r.summary["metrics.ttft_ms.p99"] for r in doc.runs) == [float(i) for i in range(writers)]
+
+
+def test_concurrent_recorders_respect_the_history_limit(tmp_path):
+    path = tmp_path / "t.json"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_limited, args=(str(path), i)) for i in range(12)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    doc = store.load(path, NODEID)
+    assert doc is not None and len(doc.runs) == 5
+
+
+def _limited(path: str, i: int) -> None:
+    from pathlib import Path
+    store.record(Path(path), nodeid=NODEID, spec={"rate": 1}, spec_hash="x",
+                 run=run(ttft=float(i)), existing=None, history=5)
+
+
+def _bad_columns(tmp_path):
+    path = tmp_path / "base" / "t.json"
+    store.record(path, nodeid=NODEID, spec={"rate": 1}, spec_hash="x", run=run(), existing=None)
+    data = json.loads(path.read_text())
+    data["runs"][0]["samples"][0]["tpot_ms"] = [1.0]  # 1 value for 3 requests
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_unequal_sample_columns_are_a_named_error(tmp_path):
+    path = _bad_columns(tmp_path)
+    with pytest.raises(store.BaselineError) as ei:
+        store.load(path)
+    msg = str(ei.value)
+    assert str(path) in msg and "tpot_ms" in msg and "1 values for 3 requests" in msg
+
+
+def test_compare_of_a_damaged_baseline_exits_2_naming_file_and_column(tmp_path):
+    path = _bad_columns(tmp_path)
+    for target in (path, path.parent):
+        res = subprocess.run([sys.executable, "-m", "pytest_goodput", "compare", str(target), str(target)],
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert str(path) in res.stderr and "tpot_ms" in res.stderr
+        assert "Traceback" not in res.stderr
+
+
+def test_non_utf8_baseline_is_a_named_error(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"kind": "\xff\xfe"}')
+    with pytest.raises(store.BaselineError, match="is not UTF-8"):
+        store.load(path)
+    assert store.find_all(tmp_path) == {}
+
+
+def test_non_utf8_json_in_the_baseline_directory_does_not_break_a_passing_run(pytester, sim_url):
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="server", requests=20, rate=40.0, isl=16, osl=8, tpot_ms=1000,
+                     ttft_ms=5000, attainment=0.9)
+def test_server():
+    pass
+""")
+    junk = pytester.path / ".goodput/baselines/other/junk.json"
+    junk.parent.mkdir(parents=True)
+    junk.write_bytes(b"\xff\xfe\x00garbage")
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline")
+    res.assert_outcomes(passed=1)
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
+    res.assert_outcomes(passed=1)
+    assert res.ret == 0
+    assert "Traceback" not in res.stdout.str() + res.stderr.str()
+    assert "INTERNALERROR" not in res.stdout.str() + res.stderr.str()
+
+
+def test_damaged_baseline_fails_the_test_by_name(pytester, sim_url):
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="server", requests=20, rate=40.0, isl=16, osl=8)
+def test_server():
+    pass
+""")
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=1)
+    base = pytester.path / ".goodput/baselines/test_perf/test_server.json"
+    data = json.loads(base.read_text())
+    data["runs"][0]["samples"][0]["ok"] = data["runs"][0]["samples"][0]["ok"][:-1]
+    base.write_text(json.dumps(data))
+    res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
+    out = res.stdout.str() + res.stderr.str()
+    assert res.ret != 0 and "INTERNALERROR" not in out
+    assert "test_server.json" in out and "(the length of ok)" in out
