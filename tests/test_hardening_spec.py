@@ -1,0 +1,45 @@
+"""Marker arguments that validate as numbers but break a run, or have the wrong type: a
+usage error at collection naming the test and the argument, never an INTERNALERROR."""
+
+from __future__ import annotations
+
+import pytest
+
+# pytester's in-process runs drop modules first imported inside them; C extensions such as
+# numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
+import pytest_goodput.judge.verdicts  # noqa: F401
+import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.report.github  # noqa: F401
+import pytest_goodput.report.markdown  # noqa: F401
+import pytest_goodput.report.terminal  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    ('scenario="sweep", sweep=[float("inf")]', "sweep.0: Input should be a finite number"),
+    ('scenario="sweep", sweep=[0.5]', "concurrencies must be whole numbers >= 1"),
+    ('scenario="server", rate=float("inf")', "rate: Input should be a finite number"),
+    ('scenario="server", rate=1, ttft_p99_ms=float("nan")', "percentile SLO 'ttft_p99_ms'"),
+    ('scenario="server", rate=1, timeout_s=float("inf")', "timeout_s: Input should be a finite number"),
+    ('scenario="server", rate=1, duration_s=float("inf")', "duration_s: Input should be a finite number"),
+    ('scenario="server", rate=1, attainment=float("nan")', "attainment: Input should be a finite number"),
+    ('scenario="server", rate=1, tolerances={"ttft_ms": float("nan")}', "tolerances.ttft_ms"),
+    ('scenario="server", rate=1, slo=["x"]', "slo must be a preset name"),
+    ('scenario="server", rate=1, percentile_slos={1: 1}', "percentile_slos: key 1"),
+    ('scenario="server", rate=1, percentile_slos=[1]', "percentile_slos must be a dict"),
+])
+def test_bad_marker_values_are_usage_errors_naming_test_and_argument(pytester, args, needle):
+    pytester.makepyfile(test_perf=f"""
+import pytest
+
+@pytest.mark.goodput({args})
+def test_perf():
+    pass
+""")
+    res = pytester.runpytest()
+    out = res.stdout.str() + res.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "test_perf.py::test_perf: invalid goodput arguments" in out
+    assert needle in out, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out
