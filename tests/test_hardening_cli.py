@@ -91,9 +91,26 @@ def test_run_against_a_dead_engine_exits_1():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     res = cli("run", "--url", f"http://127.0.0.1:{port}/v1", "--model", "m", *SMALL)
-    assert res.returncode in (1, 2), res.stdout + res.stderr  # unreachable engine: no pass
-    assert res.returncode != 0
-    assert "Traceback" not in res.stderr
+    assert res.returncode == 2, res.stdout + res.stderr  # the --url given answers nothing
+    assert res.stderr.startswith("error: cannot reach") and "Traceback" not in res.stderr
+
+
+def test_run_whose_engine_is_killed_mid_run_exits_1():
+    proc, url = start_sim()
+    try:
+        run = subprocess.Popen([sys.executable, "-m", "pytest_goodput", "run", "--url", url,
+                                "--scenario", "concurrency", "--concurrency", "2", "--requests", "400",
+                                "--isl", "16", "--osl", "64", "--timeout", "5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        import time
+        time.sleep(2.0)  # start-up and some requests answered
+        proc.kill()
+        out, err = run.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert run.returncode == 1, out + err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -6,7 +6,8 @@ Exit status, the same for every command:
 - 1: a regression, a broken SLO, or failed requests beyond the spec's ``max_error_rate``
   (also: an engine that would not start, a crashed client worker);
 - 2: usage or bad input: flags, spec values, unreadable or damaged files, an output path
-  that cannot be written (``error: cannot write <path>: <reason>``), a busy ``sim`` port;
+  that cannot be written (``error: cannot write <path>: <reason>``), a ``--url`` that
+  answers nothing before the run starts, a busy ``sim`` port;
 - 3: an invalid run: the client set the pace, so the numbers measure the load generator
   (a regression or failed requests still exit 1).
 """
