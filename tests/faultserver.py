@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 from typing import Any, Iterator
+
+from refserver import run_in_thread
 
 HOLD_S = 5.0  # longest the server waits for a request or holds a connection open
 
@@ -152,27 +153,5 @@ async def _flood(writer: asyncio.StreamWriter, limit: int) -> None:
 @contextlib.contextmanager
 def serve_in_thread(**opts: Any) -> Iterator[FaultServer]:
     """Run a :class:`FaultServer` on its own event loop in a daemon thread."""
-    srv = FaultServer(**opts)
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def main() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(srv.start())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(srv.close())
-        for task in asyncio.all_tasks(loop):
-            task.cancel()
-        loop.run_until_complete(asyncio.sleep(0))
-        loop.close()
-
-    thread = threading.Thread(target=main, name="faultserver", daemon=True)
-    thread.start()
-    if not ready.wait(10):
-        raise RuntimeError("fault server did not start")
-    try:
+    with run_in_thread(FaultServer(**opts), "fault server") as srv:
         yield srv
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)

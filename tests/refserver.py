@@ -285,9 +285,8 @@ async def _stream(conn: _Conn, gen: _Generation, opts: dict, entry: dict, read_a
 
 
 @contextlib.contextmanager
-def serve_in_thread(**defaults: Any) -> Iterator[RefServer]:
-    """Run a :class:`RefServer` on its own event loop in a daemon thread (for tests)."""
-    srv = RefServer(**defaults)
+def run_in_thread(srv: Any, name: str) -> Iterator[Any]:
+    """Run a server with async ``start()``/``close()`` on its own event loop in a daemon thread."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
 
@@ -297,17 +296,27 @@ def serve_in_thread(**defaults: Any) -> Iterator[RefServer]:
         ready.set()
         loop.run_forever()
         loop.run_until_complete(srv.close())
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
         loop.close()
 
-    thread = threading.Thread(target=main, name="refserver", daemon=True)
+    thread = threading.Thread(target=main, name=name, daemon=True)
     thread.start()
     if not ready.wait(10):
-        raise RuntimeError("reference server did not start")
+        raise RuntimeError(f"{name} did not start")
     try:
         yield srv
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+@contextlib.contextmanager
+def serve_in_thread(**defaults: Any) -> Iterator[RefServer]:
+    """Run a :class:`RefServer` on its own event loop in a daemon thread (for tests)."""
+    with run_in_thread(RefServer(**defaults), "reference server") as srv:
+        yield srv
 
 
 def main(argv: list[str] | None = None) -> None:
