@@ -86,7 +86,7 @@ def test_run_failures_within_max_error_rate_are_not_the_exit_status(failing_sim)
     assert res.returncode == 1, res.stdout + res.stderr
 
 
-def test_run_against_a_dead_engine_exits_1():
+def test_run_against_an_unreachable_url_exits_2():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -144,9 +144,10 @@ def test_compare_bad_file_exits_2(tmp_path):
     a = result_file(tmp_path / "a.json", 1.0, 1)
     junk = tmp_path / "junk.json"
     junk.write_bytes(b"\xff\xfe not json")
-    res = cli("compare", a, str(junk))
-    assert res.returncode == 2
-    assert str(junk) in res.stderr and "Traceback" not in res.stderr
+    for args in (("compare", a, str(junk)), ("frontier", str(junk))):
+        res = cli(*args)
+        assert res.returncode == 2, res.stderr
+        assert str(junk) in res.stderr and "UTF-8" in res.stderr and "Traceback" not in res.stderr
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, not root")

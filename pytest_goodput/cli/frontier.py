@@ -112,6 +112,8 @@ def load_sweeps(path: Path) -> list[Sweep]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read results file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}), not a results file") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
