@@ -122,14 +122,18 @@ def _check_columns(path: Path, doc: BaselineFile) -> None:
 
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``<path>.lock`` (a sibling file; no lock without fcntl)."""
+    """Hold an exclusive ``flock`` on the baseline's directory (no lock without fcntl).
+
+    The directory itself, not a sibling lock file: baseline directories are reviewed and
+    committed, and must not fill with lock files.
+    """
     if fcntl is None:  # pragma: no cover - Windows
         yield
         return
-    lock_path = path.with_name(path.name + ".lock")
+    lock_path = path.parent
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        lock_path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDONLY)
     except OSError as exc:
         raise WriteError(lock_path, exc.strerror or str(exc)) from None
     try:
@@ -151,7 +155,7 @@ def record(
 ) -> BaselineFile:
     """Append ``run`` to the history (a new identity starts a new history) and save it.
 
-    Merge-safe: under an exclusive lock on the sibling file ``<path>.lock`` the baseline is
+    Merge-safe: under an exclusive lock on the baseline's directory the baseline is
     re-read, ``run`` appended and the file written atomically, so concurrent recorders on one
     directory lose no run. The file read under the lock wins over ``existing`` (kept for
     callers that already loaded it; used only when the file cannot be read back). POSIX
