@@ -149,3 +149,19 @@ def test_server():
     out = res.stdout.str() + res.stderr.str()
     assert res.ret != 0 and "INTERNALERROR" not in out
     assert "test_server.json" in out and "(the length of ok)" in out
+
+
+def test_written_files_are_readable_by_others(tmp_path):
+    """Baselines and reports get the mode a plain open() would give, not mkstemp's 0600."""
+    import os
+    import stat
+
+    from pytest_goodput.store.files import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        target = tmp_path / "b.json"
+        write_atomic(target, "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644

@@ -23,6 +23,15 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
+def _default_mode() -> int:
+    """The mode a plain ``open()`` would give a new file: 0o666 less the umask (mkstemp's
+    private 0o600 would leave baselines and reports unreadable to a CI step under another
+    user)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same directory and ``os.replace``: all or nothing.
 
@@ -42,6 +51,7 @@ def write_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _default_mode())
         os.replace(tmp, path)
     except BaseException as exc:
         try:
