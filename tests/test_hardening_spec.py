@@ -43,3 +43,14 @@ def test_perf():
     assert "test_perf.py::test_perf: invalid goodput arguments" in out
     assert needle in out, out
     assert "INTERNALERROR" not in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("scenario", ["sweep", "capacity"])
+def test_gate_is_refused_where_runs_of_different_loads_would_be_pooled(scenario):
+    from pytest_goodput.schema.spec import SpecError, build_spec
+
+    args = {"scenario": scenario, "gate": ["metrics.ttft_ms.p99"], "ttft_ms": 100.0}
+    if scenario == "sweep":
+        args["sweep"] = [1, 4]
+    with pytest.raises(SpecError, match="gate= does not apply to scenario"):
+        build_spec(args)

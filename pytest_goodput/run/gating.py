@@ -19,6 +19,7 @@ from pytest_goodput.schema.evidence import Evidence
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.store import baseline as store
+from pytest_goodput.store.files import WriteError
 from pytest_goodput.store.fingerprint import collect
 
 #: Sessions one --goodput-update-baseline records when a test has no baseline yet: enough
@@ -101,8 +102,11 @@ def _record(path: Path, nodeid: str, sessions: list[Evidence], env: Fingerprint,
             frontier=ev.frontier,
             capacity=ev.capacity,
         )
-        doc = store.record(path, nodeid=nodeid, spec=ev.spec.model_dump(mode="json"),
-                           spec_hash=ev.spec_hash, run=run, existing=doc, history=history)
+        try:
+            doc = store.record(path, nodeid=nodeid, spec=ev.spec.model_dump(mode="json"),
+                               spec_hash=ev.spec_hash, run=run, existing=doc, history=history)
+        except WriteError as exc:  # e.g. a read-only baseline directory: a clean error outcome
+            return Gated(outcome.model_copy(update={"error": f"baseline not recorded: {exc}"}))
     note = f"{len(sessions)} session(s) recorded" if len(sessions) > 1 else None
     update = {"baseline_status": "updated"}
     if note:

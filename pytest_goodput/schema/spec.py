@@ -239,6 +239,10 @@ class ScenarioSpec(BaseModel):
             raise ValueError("rate= does not apply to a concurrency sweep; use sweep_over='rate'")
         if self.sweep is not None and s != "sweep":
             raise ValueError(f"sweep= applies only to scenario 'sweep', not {s!r}")
+        if self.gate and s in ("sweep", "capacity"):
+            raise ValueError(f"gate= does not apply to scenario {s!r}: it is judged as a "
+                             f"{'frontier' if s == 'sweep' else 'capacity'} (set its tolerance "
+                             "with tolerances=)")
         if self.burstiness != 1.0 and self.arrival != "gamma":
             raise ValueError(f"burstiness= applies only to arrival='gamma', not {self.arrival!r}")
         if s == "offline" and self.warmup_s > 0:
