@@ -17,7 +17,7 @@ request — with equal output lengths all 64 ends coincide with 64 sends, the wo
 for a single-threaded client. The same measurements are repeated with a plain httpx
 streaming client for comparison.
 
-    /work/venv/bin/python bench/client_accuracy.py            # about 80 s
+    python bench/client_accuracy.py            # about 80 s
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ is the configured one), output tokens/s, and whether the self-check flagged the 
 The machine has 2 cores: the server process competes with the client workers for them,
 so at ``workers=2`` three busy processes share two cores.
 
-    /work/venv/bin/python bench/loadgen_scale.py              # about 2 minutes
-    /work/venv/bin/python bench/loadgen_scale.py --rate 3000 --repeats 1
+    python bench/loadgen_scale.py              # about 2 minutes
+    python bench/loadgen_scale.py --rate 3000 --repeats 1
 """
 
 from __future__ import annotations

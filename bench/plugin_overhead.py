@@ -16,8 +16,8 @@ should be none until a goodput test is collected or a goodput setting is given.
 
 Timing is only printed, never asserted (tests/test_plugin_overhead.py checks the imports).
 
-    /work/venv/bin/python bench/plugin_overhead.py              # about 20 s
-    /work/venv/bin/python bench/plugin_overhead.py --pairs 31
+    python bench/plugin_overhead.py              # about 20 s
+    python bench/plugin_overhead.py --pairs 31
 """
 
 from __future__ import annotations

@@ -4,30 +4,16 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
+import sys
+from pathlib import Path
+
 from pytest_goodput.cli import main
-from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import build_spec
 
-SPEC = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400})
+sys.path.insert(0, str(Path(__file__).parent))
 
-
-def result(scale: float, seed: int):
-    """400 closed-loop requests whose TPOT and duration scale with ``scale``."""
-    rng = np.random.default_rng(seed)
-    records, t = [], 0.0
-    for i in range(400):
-        tpot = float(rng.normal(10.0, 0.5)) * scale
-        e2e = 20.0 + 63 * tpot
-        records.append(RequestRecord(
-            index=i, ok=True, scheduled_at=t, sent_at=t, end_at=t + e2e / 1000, ttft_ms=20.0,
-            tpot_ms=tpot, e2e_ms=e2e, output_tokens=64, prompt_tokens=16, send_lag_ms=0.1,
-            token_count_source="usage"))
-        t += e2e / 1000 / 4
-    return summarize(records, SPEC, ClientHealth(valid=True, cpu_utilization=0.1), load={"concurrency": 4})
+from closed_loop_results import result  # noqa: E402
 
 
 @pytest.fixture

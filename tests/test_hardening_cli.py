@@ -13,16 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import build_spec
+sys.path.insert(0, str(Path(__file__).parent))
+from closed_loop_results import result  # noqa: E402
+
 
 SMALL = ["--scenario", "concurrency", "--concurrency", "2", "--requests", "20",
          "--isl", "16", "--osl", "8", "--timeout", "10"]
-SPEC = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400})
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -49,20 +47,8 @@ def failing_sim():
 
 
 def result_file(path: Path, scale: float, seed: int, valid: bool = True) -> str:
-    """400 closed-loop requests whose TPOT scales with ``scale``; the client valid or not."""
-    rng = np.random.default_rng(seed)
-    records, t = [], 0.0
-    for i in range(400):
-        tpot = float(rng.normal(10.0, 0.5)) * scale
-        e2e = 20.0 + 63 * tpot
-        records.append(RequestRecord(
-            index=i, ok=True, scheduled_at=t, sent_at=t, end_at=t + e2e / 1000, ttft_ms=20.0,
-            tpot_ms=tpot, e2e_ms=e2e, output_tokens=64, prompt_tokens=16, send_lag_ms=0.1,
-            token_count_source="usage"))
-        t += e2e / 1000 / 4
-    health = ClientHealth(valid=valid, cpu_utilization=0.1,
-                          reasons=[] if valid else ["client CPU saturated"])
-    r = summarize(records, SPEC, health, load={"concurrency": 4})
+    """A ``run --json`` file of 400 closed-loop requests (see closed_loop_results)."""
+    r = result(scale, seed, valid)
     path.write_text(r.model_dump_json())
     return str(path)
 
