@@ -16,6 +16,8 @@ from pytest_goodput.report.github import (
     workspace_prefix,
 )
 
+pytest_plugins = ["pytester"]
+
 
 def test_escaping_data_vs_properties():
     raw = "50% off: a,b\r\nnext"
@@ -149,9 +151,10 @@ def test_example_workflow_is_a_safe_gate():
     assert wf["permissions"] == {"contents": "read"}
     base, gate = wf["jobs"]["baseline"], wf["jobs"]["gate"]
     runs = lambda job: " ".join(s.get("run", "") for s in job["steps"])
-    assert '--goodput-baseline "$BASELINE_DIR" --goodput-update-baseline' in runs(base)
+    # "=": after a space the directory could be a test path, and the plugin refuses it.
+    assert '--goodput-baseline="$BASELINE_DIR" --goodput-update-baseline' in runs(base)
     assert "actions/cache/save" in _uses(base)
-    assert '--goodput-baseline "$BASELINE_DIR" --goodput-report goodput.md' in runs(gate)
+    assert '--goodput-baseline="$BASELINE_DIR" --goodput-report goodput.md' in runs(gate)
     assert wf["env"]["BASELINE_DIR"].startswith("${{ github.workspace }}/")
     # A pull request restores main's baselines but never writes them.
     assert "actions/cache/restore" in _uses(gate) and "actions/cache/save" not in _uses(gate)
@@ -171,3 +174,31 @@ def test_documented_fork_comment_workflow_never_runs_pr_code():
     assert "actions/checkout" not in _uses(job)
     assert not any("run" in s for s in job["steps"])
     assert "pr.head.sha !== run.head_sha" in job["steps"][-1]["with"]["script"]
+
+
+def test_one_failing_test_gives_one_annotation_on_a_line_of_its_own(pytester, monkeypatch, tmp_path):
+    """GitHub reads ``::error`` only at the start of a line; pytest's progress line is still open
+    when the session's reports are written."""
+    import pytest_goodput.load.drive  # noqa: F401  (pytester drops modules first imported inside)
+    import pytest_goodput.plugin.harness  # noqa: F401
+    import pytest_goodput.plugin.session  # noqa: F401
+    import pytest_goodput.report.files  # noqa: F401
+
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GOODPUT_ALLOW_NEW", "1")
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, isl=64, osl=8,
+                     e2e_ms=0.001, attainment=0.99)
+def test_slo_breaks():
+    pass
+""")
+    res = pytester.runpytest("--goodput-baseline=none")
+    assert res.ret == 1
+    lines = res.stdout.lines
+    assert sum(line.startswith("::error") for line in lines) == 1, "\n".join(lines)
+    assert not any("::error" in line and not line.startswith("::error") for line in lines)
+    assert "goodput" in summary.read_text()

@@ -327,12 +327,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if gs is None:
         return
     try:
-        _core().write_session_reports(gs)
+        tr = session.config.pluginmanager.getplugin("terminalreporter")
+        _core().write_session_reports(gs, write=_line_writer(tr))
     except OSError as exc:
         gs.errors.append(f"could not write a goodput report: {exc}")
     failing = gs.errors or (gs.missing_baselines() is not None and gs.missing_baselines_fail())
     if failing and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _line_writer(tr: Any) -> Callable[[str], None]:
+    """Each line on a line of its own: GitHub reads workflow commands (``::error``) only at
+    the start of a line, and pytest's progress line may still be open."""
+    if tr is None:
+        return print
+
+    def write(line: str) -> None:
+        tr.ensure_newline()
+        tr.write_line(line)
+
+    return write
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
