@@ -1,10 +1,17 @@
-"""Shared fixtures of the project's own tests."""
+"""Shared fixtures of the project's own tests.
+
+httpx imports httpcore lazily, at its first request. pytester's in-process runs drop modules
+first imported inside them, and a re-imported httpcore's exceptions escape httpx's mapping
+(a raw ``httpcore.ConnectError`` instead of ``httpx.ConnectError``), so httpcore is imported here,
+before any test runs.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import httpcore  # noqa: F401
 import pytest
 
 from pytest_goodput.engines.engine import simulator

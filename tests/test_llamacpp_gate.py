@@ -24,6 +24,14 @@ from typing import Callable, Iterator
 
 import pytest
 
+# pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
+# and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
+# core is imported before any pytester run.
+import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.plugin.harness  # noqa: E402,F401
+import pytest_goodput.plugin.session  # noqa: E402,F401
+import pytest_goodput.report.files  # noqa: E402,F401
+
 pytest.importorskip("xllamacpp", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
 pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
 

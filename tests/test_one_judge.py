@@ -15,13 +15,30 @@ import pytest
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
 import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.plugin.harness  # noqa: F401
+import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
+from pytest_goodput.engines.engine import simulator
 from pytest_goodput.judge import Policy, fails, from_results, judge
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema import outcome as outcome_schema
 
 pytest_plugins = ["pytester"]
+
+
+# Engines slow enough (ITL ≈ 10 ms and more) that the client's self-check keeps its widest
+# limit on a busy machine: this test is about verdicts, not about a starved client.
+@pytest.fixture(scope="module")
+def sim_url():
+    with simulator(slowdown=2.0) as eng:
+        yield eng.base_url
+
+
+@pytest.fixture(scope="module")
+def slow_sim_url():
+    with simulator(slowdown=3.2) as eng:
+        yield eng.base_url
 
 TESTS = """
 import pytest

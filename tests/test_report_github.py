@@ -16,6 +16,14 @@ from pytest_goodput.report.github import (
     workspace_prefix,
 )
 
+# pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
+# and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded core
+# is imported here, before any pytester run.
+import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.plugin.harness  # noqa: E402,F401
+import pytest_goodput.plugin.session  # noqa: E402,F401
+import pytest_goodput.report.files  # noqa: E402,F401
+
 pytest_plugins = ["pytester"]
 
 
@@ -179,11 +187,6 @@ def test_documented_fork_comment_workflow_never_runs_pr_code():
 def test_one_failing_test_gives_one_annotation_on_a_line_of_its_own(pytester, monkeypatch, tmp_path):
     """GitHub reads ``::error`` only at the start of a line; pytest's progress line is still open
     when the session's reports are written."""
-    import pytest_goodput.load.drive  # noqa: F401  (pytester drops modules first imported inside)
-    import pytest_goodput.plugin.harness  # noqa: F401
-    import pytest_goodput.plugin.session  # noqa: F401
-    import pytest_goodput.report.files  # noqa: F401
-
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
