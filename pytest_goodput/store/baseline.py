@@ -163,33 +163,16 @@ def record(
     """
     with _locked(path):
         try:
-            current = load(path, nodeid)
+            existing = load(path, nodeid)
         except BaselineError:
-            current = existing  # the caller already decided what to do with a damaged file
-        return _append(path, nodeid=nodeid, spec=spec, spec_hash=spec_hash, run=run,
-                       existing=current, history=history)
-
-
-def _append(
-    path: Path,
-    *,
-    nodeid: str,
-    spec: dict[str, Any],
-    spec_hash: str,
-    run: BaselineRun,
-    existing: Optional[BaselineFile],
-    history: int,
-) -> BaselineFile:
-    runs: list[BaselineRun] = []
-    if existing is not None and existing.spec_hash == spec_hash:
-        same_identity = [
-            r for r in existing.runs if r.environment.identity == run.environment.identity
-        ]
-        runs = same_identity
-    runs = (runs + [run])[-max(history, 1) :]
-    doc = BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, runs=runs)
-    write_atomic(path, doc.model_dump_json(indent=1) + "\n")
-    return doc
+            pass  # the caller already decided what to do with a damaged file: keep `existing`
+        runs: list[BaselineRun] = []
+        if existing is not None and existing.spec_hash == spec_hash:
+            runs = [r for r in existing.runs if r.environment.identity == run.environment.identity]
+        runs = (runs + [run])[-max(history, 1) :]
+        doc = BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, runs=runs)
+        write_atomic(path, doc.model_dump_json(indent=1) + "\n")
+        return doc
 
 
 def now_iso() -> str:
