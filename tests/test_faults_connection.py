@@ -63,8 +63,15 @@ def test_write_on_a_connection_the_server_closed_is_resent_once_and_counted(monk
     sent again on a fresh connection, and the retry is counted, not failed.
 
     To make the race certain, a hook holds each reused connection, once acquired, until the
-    client has seen the server close it; the write then meets a closed transport.
+    client has seen the server close it; the write then meets a closed transport. (Left to
+    itself the client learns from the first close not to reuse connections to this server,
+    ``test_client_keepalive.py``; that learning is switched off here.)
     """
+    async def trust_keep_alive(self: OpenAIClient) -> None:
+        return None
+
+    monkeypatch.setattr(OpenAIClient, "_learn_keep_alive", trust_keep_alive)
+    monkeypatch.setattr(OpenAIClient, "_server_closes", lambda self: None)
 
     async def wait_for_close(session: Any, ctx: Any, params: Any) -> None:
         for _ in range(500):  # bounded: 5 s

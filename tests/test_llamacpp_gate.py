@@ -140,9 +140,6 @@ def test_poisson_server_scenario_is_measured_exactly(engine: Engine) -> None:
     assert 20.0 < r.load["offered_rate"] < 45.0
 
 
-@pytest.mark.xfail(strict=False, reason="llama.cpp closes kept-alive connections after a stream; "
-                   "since a request that may have reached the server is no longer re-sent, 1-2 of "
-                   "24 requests fail as transport errors (open follow-up of the hardening issue)")
 def test_concurrency_scenario_is_measured_exactly(engine: Engine) -> None:
     spec = build_spec(dict(scenario="concurrency", concurrency=4, requests=24, isl=ISL, osl=OSL))
     m = valid_run(lambda: measure(spec, engine))
@@ -216,9 +213,6 @@ def expect(res: pytest.RunResult, **outcomes: int) -> pytest.RunResult:
     return res
 
 
-@pytest.mark.xfail(strict=False, reason="llama.cpp closes kept-alive connections after a stream; "
-                   "since a request that may have reached the server is no longer re-sent, 1-2 of "
-                   "24 requests fail as transport errors (open follow-up of the hardening issue)")
 def test_plugin_gate_passes_a_rerun_and_fails_one_slot(pytester: pytest.Pytester, model_path: str) -> None:
     pytester.makepyfile(test_perf=PLUGIN_TEST)
 

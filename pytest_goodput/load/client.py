@@ -20,13 +20,16 @@ A server cannot make the client unbounded: a response may hold at most
 which reading stops and the request is a ``malformed_stream``; an error body is cut at
 ``ERROR_BODY_LIMIT``. A request is resent (once, on a fresh connection, counted in
 ``retries``) only when it provably never reached the server (``_unsent``); a request the
-server read and then dropped is a ``transport`` failure.
+server read and then dropped is a ``transport`` failure. A server seen closing a connection
+after a complete response (llama.cpp's does after every stream) gets a new connection per
+request from then on (``reuses_connections``, learned before the first reuse by
+``_learn_keep_alive``): a request written to a kept-alive connection as its close is on the
+way cannot be told from one the server read and dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 from time import perf_counter
@@ -35,11 +38,8 @@ from typing import Any, Coroutine, TypeVar
 import aiohttp
 import httpx
 
-try:  # aiohttp internals; without them reads are stamped in the reading task instead
-    from aiohttp.client_proto import ResponseHandler
-except ImportError:  # pragma: no cover
-    ResponseHandler = None
 
+from pytest_goodput.load.connection import install_protocol, stamp_sent
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
 
@@ -57,6 +57,8 @@ RESPONSE_BYTES_PER_TOKEN = 8 * 1024
 READ_OVERHEAD = 128
 #: Resends, on a fresh connection, of a request whose write failed (never read by the server).
 UNSENT_RETRIES = 1
+#: Longest wait after a response for the server's close, until its keep-alive is known.
+CLOSE_WATCH_S = 0.05
 #: aiohttp's words for a write that failed (3.9-3.14): the request never fully left the client.
 _WRITE_FAILED = ("Can not write request body", "Cannot write to closing transport",
                  "Failed to send bytes into the underlying connection")
@@ -117,37 +119,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}"[:300]
 
 
-def _stamped_handler_factory(connector: Any, loop: asyncio.AbstractEventLoop) -> None:
-    """Make ``connector`` build connections whose protocol stamps every socket read.
-
-    The stamp is taken in ``data_received`` — when the loop hands the bytes over — not
-    when the reading task next runs. With many streams a burst of reads wakes many tasks
-    whose turns come one after another; stamping in the task would charge that queue to
-    the server. Falls back silently (reads stamped in the task) if aiohttp's internals
-    differ from the version this was written against.
-    """
-    if ResponseHandler is None:  # pragma: no cover
-        return
-    if not hasattr(connector, "_factory"):  # pragma: no cover
-        return
-
-    class StampedResponseHandler(ResponseHandler):  # type: ignore[misc,valid-type]
-        read_at = 0.0
-
-        def data_received(self, data: bytes) -> None:
-            self.read_at = perf_counter()
-            super().data_received(data)
-
-    connector._factory = functools.partial(StampedResponseHandler, loop=loop)
-
-
-async def _stamp_sent(_session: Any, ctx: Any, _params: Any) -> None:
-    """aiohttp trace hook, fired just before the request body is written to the socket."""
-    ex = ctx.trace_request_ctx
-    if ex is not None and ex.sent_at is None:
-        ex.sent_at = perf_counter()
-
-
 class OpenAIClient:
     """Sends planned requests to ``/v1/completions`` or ``/v1/chat/completions``."""
 
@@ -185,20 +156,47 @@ class OpenAIClient:
         }
         self._session: Any = None
         self._fresh: Any = None  # never reuses a connection: for resends
+        self._keep_alive: bool | None = None  # does the server keep connections after a response?
+        self._close_seen: Any = None  # asyncio.Event, made on the client's loop
         self._errors: tuple[type[BaseException], ...] = ()
         self._connect_timeout_error: type[BaseException] = TimeoutError
 
     def __repr__(self) -> str:  # never shows the API key
         return f"OpenAIClient({self.base_url!r}, model={self.model!r}, api={self.api!r})"
 
+    @property
+    def reuses_connections(self) -> bool:
+        """False once the server was seen closing a connection after a complete response."""
+        return self._keep_alive is not False
+
+    def _server_closes(self) -> None:
+        self._keep_alive = False
+        self._close_seen.set()
+
+    async def _learn_keep_alive(self) -> None:
+        """Before the first reuse, see whether the server closes a connection after a response.
+
+        llama.cpp's server ends the connection after every stream though it announces
+        keep-alive; a request written as that close is under way is lost. So until a
+        response was followed by ``CLOSE_WATCH_S`` without a close (connections are kept) or
+        a connection was closed after its response (a new one per request from then on),
+        the sender of a response waits that long before its next."""
+        if self._keep_alive is not None:
+            return
+        try:
+            await asyncio.wait_for(self._close_seen.wait(), CLOSE_WATCH_S)
+        except asyncio.TimeoutError:
+            if self._keep_alive is None:
+                self._keep_alive = True
+
     def _new_session(self, *, force_close: bool) -> Any:
         trace = aiohttp.TraceConfig()
-        trace.on_request_chunk_sent.append(_stamp_sent)
+        trace.on_request_chunk_sent.append(stamp_sent)
         # A response with "Connection: close" is never reused (aiohttp's parser marks it).
         connector = aiohttp.TCPConnector(
             limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300, force_close=force_close
         )
-        _stamped_handler_factory(connector, asyncio.get_running_loop())
+        install_protocol(connector, asyncio.get_running_loop(), self._server_closes)
         timeout = aiohttp.ClientTimeout(
             total=self.timeout_s, sock_connect=min(self.timeout_s, CONNECT_TIMEOUT_S)
         )
@@ -213,6 +211,7 @@ class OpenAIClient:
         )
 
     async def __aenter__(self) -> "OpenAIClient":
+        self._close_seen = asyncio.Event()
         self._session = self._new_session(force_close=False)
         self._fresh = self._new_session(force_close=True)
         self._errors = (aiohttp.ClientError, OSError)
@@ -251,9 +250,9 @@ class OpenAIClient:
 
         Cancellation by the caller is not a failed request: ``CancelledError`` propagates.
         """
-        session = self._session
-        if session is None:
+        if self._session is None:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
+        session = self._session if self.reuses_connections else self._fresh
         data = self.build_body(plan)
         ex = RawExchange(plan, None, None, None, [], None, None)
         while True:
@@ -274,6 +273,7 @@ class OpenAIClient:
                     ex.sent_at = None
                     ex.retries += 1
                     session = self._fresh
+                    self._server_closes()
                     continue
                 self._fail(ex, "transport", f"{self._url}: {_describe(exc)}")
             return ex
@@ -300,6 +300,7 @@ class OpenAIClient:
                     return self._fail(ex, "malformed_stream", f"response over {limit} bytes "
                                       f"for {ex.plan.max_tokens} requested tokens: reading stopped")
             ex.end_at = proto.read_at if stamped and ex.reads else clock()
+        await self._learn_keep_alive()
 
     @staticmethod
     def _unsent(exc: BaseException, ex: RawExchange) -> bool:
