@@ -39,7 +39,7 @@ def harness() -> GoodputHarness:
 def test_an_invalid_run_is_measured_once_more(monkeypatch, sequence, expected_valid, expected_calls):
     calls: list = []
 
-    def fake_measure(spec, engine, progress=None):
+    def fake_measure(spec, engine, progress=None, stage=None):
         calls.append(spec)
         return measurement(sequence[len(calls) - 1])
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from typing import Optional, TextIO
 
 from pytest_goodput.cli.compare import cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
 from pytest_goodput.cli.run import CLIError, add_run_parser, cmd_run
+from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import SpecError
 from pytest_goodput.sim import server as sim_server
 
@@ -44,14 +45,37 @@ def build_parser() -> argparse.ArgumentParser:
     fr.add_argument("results")
     fr.add_argument("--baseline")
     fr.add_argument("--plot")
-    fr.add_argument("--tolerance", type=float, default=0.05)
+    fr.add_argument("--strict", action="store_true")
+    fr.add_argument("--tolerance", type=float)
     return parser
+
+
+class _Redacted:
+    """stdout or stderr with every write redacted: whatever a command prints, no secret."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(redact(text))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim"]:
         return sim_server.main(argv[1:])
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacted(out), _Redacted(err)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
 

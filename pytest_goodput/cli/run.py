@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_goodput.engines.engine import select
+from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
@@ -100,6 +102,10 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--serve", help='command launching an engine, "{port}" = a free port')
     p.add_argument("--model", help="model name (default: the engine's first model)")
     p.add_argument("--api-key-env", help="environment variable holding the API key")
+    p.add_argument("--ready-timeout", type=float, default=DEFAULT_READY_TIMEOUT_S, metavar="S",
+                   help="seconds a --serve engine may take to answer its health probe before "
+                        f"the run fails with its log (default {DEFAULT_READY_TIMEOUT_S:g}, "
+                        f"at most {MAX_READY_TIMEOUT_S:g})")
 
 
 def add_run_parser(sub: Any) -> None:
@@ -112,17 +118,33 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--json", help="write the full result (with per-request records) here")
 
 
+def ready_timeout(value: float) -> float:
+    """``--ready-timeout``, checked: a positive number of seconds up to a day."""
+    if not (math.isfinite(value) and 0 < value <= MAX_READY_TIMEOUT_S):
+        raise CLIError(f"--ready-timeout: {value:g} is not allowed: give seconds > 0 and "
+                       f"<= {MAX_READY_TIMEOUT_S:g}")
+    return value
+
+
 def cmd_run(ns: argparse.Namespace) -> int:
     spec = build_spec(spec_args(ns), where="command line")
-    with select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env) as engine:
+    engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
+                    ready_timeout_s=ready_timeout(ns.ready_timeout))
+    code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log
+    try:
         m = measure(spec, engine)
+        code = run_exit_code(m.runs)
+    finally:
+        engine.close(keep_log=code != EXIT_OK)
+        for log in engine.kept_logs:
+            print(f"engine log kept: {log}", file=sys.stderr)
     for r in m.runs:
         print(render_result(r))
     if ns.json:
         body = m.result.model_dump_json(indent=1) if len(m.runs) == 1 else (
             "[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
         write_atomic(Path(ns.json), body + "\n")
-    return run_exit_code(m.runs)
+    return code
 
 
 def run_exit_code(runs: list[RunResult]) -> int:

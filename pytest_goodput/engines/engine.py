@@ -7,7 +7,6 @@ referred to by the name of their environment variable and never copied anywhere.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -18,31 +17,15 @@ import httpx
 from pytest_goodput._version import __version__
 from pytest_goodput.engines.launch import launch as start
 from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.redaction import redact, register_env, register_url
 
 EngineKind = Literal["attach", "launch", "simulator"]
 
 #: Seconds to wait for a launched engine to answer its health probe.
 DEFAULT_READY_TIMEOUT_S = 300.0
+#: The longest readiness wait one may ask for (a day: loading the largest models takes hours).
+MAX_READY_TIMEOUT_S = 86400.0
 SIM_READY_TIMEOUT_S = 60.0
-
-
-_SECRET_FLAG = re.compile(r"(--?[\w-]*(?:key|token|secret|password)[\w-]*)(=|\s+)(\S+)", re.I)
-_SECRET_ENV = re.compile(r"\b(\w*(?:KEY|TOKEN|SECRET|PASSWORD)\w*)=(\S+)", re.I)
-_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
-
-
-def redact(text: str, api_key_env: Optional[str] = None) -> str:
-    """Remove secrets from text that goes into baselines and reports.
-
-    The API key's value wherever it appears, values of ``--api-key``-like flags and of
-    ``*_KEY=``/``*_TOKEN=`` assignments, and the user-info part of URLs.
-    """
-    secret = os.environ.get(api_key_env) if api_key_env else None
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    text = _SECRET_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
-    text = _SECRET_ENV.sub(lambda m: f"{m.group(1)}=***", text)
-    return _URL_USERINFO.sub(r"\1***@", text)
 
 
 @dataclass
@@ -57,6 +40,7 @@ class Engine:
     log_path: Optional[str] = None
     _handle: Any = None
     _start: Optional[Callable[[], Any]] = None  # starts a fresh process; None: not ours to restart
+    kept_logs: list[str] = field(default_factory=list)  # logs close() kept: the engine died
 
     @property
     def can_relaunch(self) -> bool:
@@ -89,21 +73,25 @@ class Engine:
             resp.raise_for_status()
             data = resp.json().get("data") or []
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            raise ConnectionError(
+            raise ConnectionError(redact(
                 f"cannot list models at {self.base_url}/models ({type(exc).__name__}); "
                 "name the model with --goodput-model (--model on the command line)"
-            ) from None
+            )) from None
         if not data or not isinstance(data[0], dict) or not data[0].get("id"):
-            raise ConnectionError(
+            raise ConnectionError(redact(
                 f"{self.base_url}/models lists no model; name one with --goodput-model "
                 "(--model on the command line)"
-            )
+            ))
         self.model = str(data[0]["id"])
         return self.model
 
-    def close(self) -> None:
+    def close(self, keep_log: bool = False) -> None:
+        """Stop what this process started. Its log is kept (``kept_logs``) when ``keep_log``
+        (the run failed) or the engine died on its own, and removed otherwise."""
         if self._handle is not None:
-            self._handle.close()
+            self._handle.close(keep_log=keep_log)
+            if self._handle.kept_log:
+                self.kept_logs.append(str(self._handle.kept_log))
             self._handle = None
 
     def __enter__(self) -> "Engine":
@@ -114,13 +102,19 @@ class Engine:
 
 
 def attach(url: str, model: Optional[str] = None, api_key_env: Optional[str] = None) -> Engine:
-    base = normalize_base_url(url)
+    """Measure the engine at ``url``; its credentials and the API key are kept out of output."""
+    register_url(url)
+    register_env(api_key_env)
+    try:
+        base = normalize_base_url(url)
+    except ValueError as exc:
+        raise ValueError(redact(str(exc))) from None
     return Engine(
         kind="attach",
         base_url=base,
         model=model,
         api_key_env=api_key_env,
-        provenance={"engine": "attached", "engine_url": redact(base, api_key_env)},
+        provenance={"engine": "attached", "engine_url": redact(base)},
     )
 
 
@@ -132,6 +126,7 @@ def launch(
     env: Optional[dict[str, str]] = None,
 ) -> Engine:
     """Start ``command`` (``{port}`` is replaced by a free port) and wait until it is ready."""
+    register_env(api_key_env)
 
     def fresh() -> Any:
         return start(command, env=env, ready_timeout_s=ready_timeout_s)
@@ -145,7 +140,7 @@ def launch(
         api_key_env=api_key_env,
         provenance={
             "engine": os.path.basename(argv[0]) if argv else "?",
-            "engine_cmd": redact(shlex.join(argv), api_key_env),
+            "engine_cmd": redact(shlex.join(argv)),
         },
         log_path=str(handle.log_path),
         _handle=handle,
@@ -192,10 +187,11 @@ def select(
     serve: Optional[str],
     model: Optional[str],
     api_key_env: Optional[str],
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
 ) -> Engine:
     """Attach if a URL is given, else launch if a command is given, else the simulator."""
     if url:
         return attach(url, model, api_key_env)
     if serve:
-        return launch(serve, model, api_key_env)
+        return launch(serve, model, api_key_env, ready_timeout_s=ready_timeout_s)
     return simulator(model)

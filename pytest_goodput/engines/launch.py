@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -31,6 +32,7 @@ from pytest_goodput.engines.procgroup import (
     untrack,
 )
 from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.redaction import redact, register, register_command, secret_name
 
 __all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]
 
@@ -83,8 +85,11 @@ class LaunchedEngine:
     def __init__(
         self, proc: subprocess.Popen[bytes], *, cmd: list[str], base_url: str, log_path: str,
         port: Optional[int], watchdog: Optional[subprocess.Popen[bytes]], grace_s: float,
+        log_dir: Optional[str] = None,
     ) -> None:
         self.cmd, self.base_url, self.log_path, self.port = cmd, base_url, log_path, port
+        self.log_dir = log_dir  # a temporary folder of our own, removed after a clean stop
+        self.kept_log: Optional[str] = None  # the log, when close() kept it
         self.pid = proc.pid
         self._proc, self._watchdog, self._grace_s = proc, watchdog, grace_s
         self._closed = False
@@ -102,18 +107,26 @@ class LaunchedEngine:
     def log_tail(self, n: int = _TAIL_LINES) -> str:
         return _tail(self.log_path, n)
 
-    def close(self, grace_s: Optional[float] = None) -> Optional[int]:
+    def close(self, grace_s: Optional[float] = None, keep_log: bool = False) -> Optional[int]:
         """SIGTERM the whole process group, SIGKILL what is left after the grace period.
 
-        Idempotent and safe from atexit; returns the main process's exit code.
+        Idempotent and safe from atexit; returns the main process's exit code. The log's
+        temporary folder is removed unless ``keep_log`` or the engine had died on its own
+        (then ``kept_log`` is the log's path): logs of failures are evidence, logs of clean
+        runs would pile up in the temp directory.
         """
         with self._lock:
             if self._closed:
                 return self._proc.returncode
             self._closed = True
+        died = self._proc.poll() is not None
         kill_group(self._proc, self._grace_s if grace_s is None else grace_s)
         release_watchdog(self._watchdog)
         untrack(self)
+        if keep_log or died:
+            self.kept_log = self.log_path
+        elif self.log_dir is not None:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
         return self._proc.returncode
 
     def __enter__(self) -> "LaunchedEngine":
@@ -205,11 +218,17 @@ def launch(
         raise ValueError("give base_url, a {port} placeholder, or url_from_stdout=True")
     if not has_port and base_url and PORT_PLACEHOLDER in base_url:
         raise ValueError("base_url uses {port} but the command has no {port} placeholder")
+    register_command(shlex.join(argv))
+    for name, value in (env or {}).items():
+        if secret_name(name):
+            register(value)
+    log_dir = None
     if log_path is None:
-        log_path = os.path.join(tempfile.mkdtemp(prefix="goodput-engine-"), "engine.log")
+        log_dir = tempfile.mkdtemp(prefix="goodput-engine-")
+        log_path = os.path.join(log_dir, "engine.log")
     opts = dict(
         env={**os.environ, **(env or {})}, cwd=cwd, ready_timeout_s=ready_timeout_s,
-        log_path=log_path, health_paths=tuple(health_paths), host=host, base_url=base_url,
+        log_path=log_path, log_dir=log_dir, health_paths=tuple(health_paths), host=host, base_url=base_url,
         url_from_stdout=url_from_stdout, grace_s=grace_s,
     )
     if not has_port:
@@ -231,11 +250,12 @@ def _fixed_port(base_url: Optional[str]) -> Optional[int]:
 
 def _launch_once(
     argv: list[str], port: Optional[int], *, env: dict[str, str], cwd: Optional[str],
-    ready_timeout_s: float, log_path: str, health_paths: tuple[str, ...], host: str,
+    ready_timeout_s: float, log_path: str, log_dir: Optional[str], health_paths: tuple[str, ...],
+    host: str,
     base_url: Optional[str], url_from_stdout: bool, grace_s: float, retry_on_clash: bool,
 ) -> LaunchedEngine:
     real = [a.replace(PORT_PLACEHOLDER, str(port)) for a in argv] if port is not None else argv
-    shown = shlex.join(real)
+    shown = redact(shlex.join(real))
     fixed = _fixed_port(base_url) if port is None else None
     if fixed is not None and not url_from_stdout and port_in_use(fixed, host):
         raise EngineStartError(
@@ -257,11 +277,11 @@ def _launch_once(
         )
     except OSError as e:
         log.close()
-        raise EngineStartError(f"engine command: {shown}\ncould not start: {e}") from e
+        raise EngineStartError(redact(f"engine command: {shown}\ncould not start: {e}")) from None
     engine_port = port if port is not None else fixed
     engine = LaunchedEngine(
         proc, cmd=real, base_url=url or "", log_path=log_path, port=engine_port,
-        watchdog=start_watchdog(proc.pid, grace_s), grace_s=grace_s,
+        watchdog=start_watchdog(proc.pid, grace_s), grace_s=grace_s, log_dir=log_dir,
     )
     found: list[str] = []
     got_url = threading.Event()
@@ -273,11 +293,11 @@ def _launch_once(
         ).start()
 
     def fail(reason: str) -> EngineStartError:
-        engine.close(grace_s=min(grace_s, 5.0))
-        return EngineStartError(
+        engine.close(grace_s=min(grace_s, 5.0), keep_log=True)
+        return EngineStartError(redact(
             f"engine command: {shown}\n{reason}\nlog: {log_path}\n"
             f"--- last {_TAIL_LINES} log lines ---\n{_tail(log_path)}"
-        )
+        ))
 
 
     t0 = time.monotonic()

@@ -11,7 +11,7 @@ from typing import Any, Optional, TextIO
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.plugin.session import GoodputSession
-from pytest_goodput.report.progress import Progress
+from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult
@@ -50,13 +50,10 @@ class GoodputHarness:
     def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Measurement:
         eng = engine or self._engine_getter()
 
-        total = (spec.requests or 0) + spec.warmup_requests
-        if spec.scenario == "sweep" and spec.sweep:
-            total *= len(spec.sweep)
-        bar = Progress(total=total or None, label=self._nodeid.rpartition("::")[2],
-                       stream=self._progress_stream)
+        # The runner counts over every repeat, sweep point and probe: progress only moves forward.
+        bar = Progress(total=None, label=self._nodeid.rpartition("::")[2], stream=self._progress_stream)
         try:
-            m = measure(spec, eng, progress=lambda done, _total: bar.update(done))
+            m = measure(spec, eng, progress=bar.update, stage=bar.stage)
         finally:
             bar.close()
         self.engine = eng
@@ -95,6 +92,8 @@ class GoodputHarness:
             self.remeasured_because += reasons
             self.notes.append("re-measured once: the client set the pace of the first run ("
                               + "; ".join(reasons) + ")")
+            if self._progress_stream is not None:
+                self._progress_stream.write(remeasure_line(self._nodeid, reasons) + "\n")
             m = self._measure(self.spec, engine)
         return m
 

@@ -62,6 +62,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("model", "model name to request (default: the engine's first listed model)"),
     Option("api_key_env", "name of the environment variable holding the API key (never stored)"),
     Option("serve", 'command that launches an engine, "{port}" replaced by a free port'),
+    Option("ready_timeout", "seconds a launched engine (--goodput-serve) may take to answer its "
+           "health probe before the run fails with its log (default 300, at most 86400)", "float"),
     Option("baseline_dir", "directory of stored baselines (default .goodput/baselines)", cli=False),
     Option("strict", "fail on inconclusive and underpowered verdicts, unproven percentile SLOs "
            "and missing baselines", "bool"),
@@ -92,6 +94,7 @@ _BOUNDS: dict[str, tuple[tuple[str, float], ...]] = {
     "history": (("ge", 1), ("le", 50)),
     "sessions": (("ge", 1), ("le", 20)),
     "workers": (("ge", 1), ("le", 64)),
+    "ready_timeout": (("gt", 0), ("le", 86400)),
 }
 #: The comparisons, worded as pydantic words them (the messages users saw before).
 _COMPARISONS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
@@ -118,6 +121,7 @@ class Settings:
     model: Optional[str] = None
     api_key_env: Optional[str] = None
     serve: Optional[str] = None
+    ready_timeout: float = 300.0
     baseline_dir: str = ".goodput/baselines"
     compare: bool = False
     update: bool = False

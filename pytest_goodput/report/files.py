@@ -11,6 +11,7 @@ from pytest_goodput.report.github import append_step_summary, emit, in_github_ac
 from pytest_goodput.report.markdown import render_markdown
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.redaction import redact
 from pytest_goodput.store.files import write_atomic
 
 #: Version of the ``--goodput-json`` session document.
@@ -58,6 +59,6 @@ def write_session_reports(gs: ReportedSession, write: Callable[[str], None] = pr
         md = render_markdown(list(gs.outcomes))
         if s.report:
             write_atomic(Path(s.report), md)
-        if on_github:
-            append_step_summary(md, os.environ)
-            emit(list(gs.outcomes), write=write, rootdir=gs.rootdir)
+        if on_github:  # files go through write_atomic, which redacts; these two do not
+            append_step_summary(redact(md), os.environ)
+            emit(list(gs.outcomes), write=lambda line: write(redact(line)), rootdir=gs.rootdir)

@@ -59,18 +59,20 @@ class Progress:
         self._done = 0
         self._lines = 0
         self._closed = False
+        self._stage = ""
 
     def line(self, now: Optional[float] = None) -> str:
-        """``label: 120/400 (30%) 12.0s, 10.0 req/s, ETA 28s``."""
+        """``label (point 2/4): 120/400 (30%) 12.0s, 10.0 req/s, ETA 28s``."""
         now = self._clock() if now is None else now
         elapsed = now - self._start
         done = self._done
         rate = done / elapsed if elapsed > 0 else 0.0
+        label = f"{self.label} ({self._stage})" if self._stage else self.label
         if self.total:
             pct = 100.0 * done / self.total
-            text = f"{self.label}: {done}/{self.total} ({pct:.0f}%) {_duration(elapsed)}"
+            text = f"{label}: {done}/{self.total} ({pct:.0f}%) {_duration(elapsed)}"
         else:
-            text = f"{self.label}: {done} {_duration(elapsed)}"
+            text = f"{label}: {done} {_duration(elapsed)}"
         if elapsed > 0:
             text += f", {rate:.1f} {self.unit}/s"
         if self.total and rate > 0 and done < self.total:
@@ -83,11 +85,19 @@ class Progress:
         self.stream.flush()
         self._width = len(text)
 
-    def update(self, done: int) -> None:
-        """Record progress; writes only when the rate limit (live) or the interval (plain) allows."""
+    def stage(self, text: str) -> None:
+        """Name the part of the work under way (``concurrency 16, point 2/4``); shown in the line."""
+        self._stage = text
+
+    def update(self, done: int, total: Optional[int] = None) -> None:
+        """Record progress (``total``: a new estimate of all the work, 0 for unknown); writes only
+        when the rate limit (live) or the interval (plain) allows. ``done`` never goes back."""
         if self._closed:
             return
-        self._done = done
+        if total is not None:
+            self.total = total or None
+        self._done = max(self._done, done)
+        done = self._done
         now = self._clock()
         if self.live:
             if self._last_write is None or now - self._last_write >= self.min_gap:
@@ -131,3 +141,10 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def remeasure_line(nodeid: str, reasons: list[str]) -> str:
+    """What the terminal says when an invalid run is measured once more, and why."""
+    why = "; ".join(reasons) or "client health check failed"
+    return (f"goodput: {nodeid}: measuring again - the client, not the server, set the pace "
+            f"of the first run ({why})")

@@ -112,6 +112,17 @@ def plan_next_rate(history: Sequence[Probe], spec: ScenarioSpec) -> Optional[flo
     return (lo + hi) / 2.0
 
 
+def remaining_probes(history: Sequence[Probe], spec: ScenarioSpec) -> Optional[int]:
+    """Probes still to come, once the knee is bracketed (bisections to the resolution); None
+    while the search is still doubling or halving (how far it goes is not known yet)."""
+    if plan_next_rate(history, spec) is None:
+        return 0
+    lo, hi = bracket(history)
+    if lo is None or hi is None:
+        return None
+    return max(1, math.ceil(math.log2((hi - lo) / (spec.capacity_resolution * lo))))
+
+
 def summarize_search(
     history: Sequence[Probe],
     spec: ScenarioSpec,
@@ -154,8 +165,13 @@ def search(
     engine: Engine,
     run_once: RunOnce,
     progress: Optional[ProgressFn] = None,
+    plan: Optional[Callable[[Optional[int]], None]] = None,
 ) -> Measurement:
-    """Find the capacity of ``engine`` for ``spec``; every probe's run is kept, in order."""
+    """Find the capacity of ``engine`` for ``spec``; every probe's run is kept, in order.
+
+    ``plan(n)`` is told after each probe how many probes the search will make in all (None
+    while that is not known), so progress can show an honest total.
+    """
 
     if not spec.has_request_slos:
         raise ValueError("a capacity search needs per-request SLOs (ttft_ms=, tpot_ms= or e2e_ms=)")
@@ -179,6 +195,9 @@ def search(
                        f"set the pace: {reasons}); search stopped")
             break
         rate = plan_next_rate(history, spec)
+        if plan is not None:
+            left = remaining_probes(history, spec)
+            plan(None if left is None else len(history) + left)
     return Measurement(
         spec=spec,
         runs=runs,

@@ -1,11 +1,13 @@
 """Run a scenario spec against an engine: repeats, sweeps and capacity searches.
 
-Orchestration only: the load generator measures, the pure modules judge.
+Orchestration only: the load generator measures, the pure modules judge. Progress is
+reported across the whole measurement (every repeat, sweep point and capacity probe), so
+it only moves forward and its total is what is left of the measurement, not of one run.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
@@ -13,26 +15,78 @@ from pytest_goodput.load.drive import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.capacity import search
+from pytest_goodput.run.server import GaugeSampler
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
+
+#: ``stage("point 2/4: concurrency 16")``: which run of a measurement is under way.
+StageFn = Callable[[str], None]
 
 
 def run_once(
     spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None
 ) -> RunResult:
-    """One run of a single-load spec; the engine's ``/metrics`` are read before and after it."""
+    """One run of a single-load spec; the engine's ``/metrics`` are read before, during and after it."""
     metrics_url = engine.base_url.removesuffix("/v1") + "/metrics"
     before = scrape(metrics_url)
-    result = run_scenario(
-        spec,
-        engine.base_url,
-        engine.resolve_model(),
-        api_key_env=engine.api_key_env,
-        progress=progress,
-    )
+    sampler = GaugeSampler(lambda: scrape(metrics_url)).start() if before is not None else None
+    try:
+        result = run_scenario(
+            spec,
+            engine.base_url,
+            engine.resolve_model(),
+            api_key_env=engine.api_key_env,
+            progress=progress,
+        )
+    finally:
+        during = sampler.stop() if sampler is not None else {}
     server = server_metrics(before, scrape(metrics_url))
+    if server:
+        server.update(during)
     return result.model_copy(update={"server_metrics": server}) if server else result
+
+
+class Tracker:
+    """Progress of a measurement's runs as one count that only moves forward.
+
+    ``runs``: how many runs the measurement will make (None: not known yet, e.g. a capacity
+    search before it brackets the knee); the total is then unknown and no ETA is claimed.
+    """
+
+    def __init__(self, progress: Optional[ProgressFn], runs: Optional[int],
+                 stage: Optional[StageFn] = None) -> None:
+        self._progress = progress
+        self._stage = stage
+        self.runs = runs
+        self._base = 0  # requests finished by completed runs
+        self._started = 0
+        self._per_run = 0  # the latest run's own total (0: not known)
+
+    def total(self, current_total: int) -> int:
+        """Every planned run's requests: the finished ones' counts plus this and later runs'."""
+        if self.runs is None or current_total <= 0:
+            return 0
+        return self._base + current_total * (self.runs - self._started + 1)
+
+    def run(self, name: str, fn: Callable[[Optional[ProgressFn]], RunResult]) -> RunResult:
+        """Run ``fn(progress)`` as the next run of the measurement, named ``name``."""
+        self._started += 1
+        if self._stage is not None:
+            label = f"{self._started}/{self.runs}" if self.runs else f"{self._started}"
+            self._stage(f"{name} {label}")
+        last = [0]
+
+        def part(done: int, total: int) -> None:
+            last[0] = done
+            self._per_run = total or self._per_run
+            if self._progress is not None:
+                self._progress(self._base + done, self.total(total or self._per_run))
+
+        try:
+            return fn(part if self._progress is not None or self._stage is not None else None)
+        finally:
+            self._base += last[0]
 
 
 def point_spec(spec: ScenarioSpec, value: float) -> ScenarioSpec:
@@ -45,21 +99,36 @@ def point_spec(spec: ScenarioSpec, value: float) -> ScenarioSpec:
 
 
 def measure(
-    spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None
+    spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None,
+    stage: Optional[StageFn] = None,
 ) -> Measurement:
-    """Run ``spec`` as its scenario asks and return every run it made."""
+    """Run ``spec`` as its scenario asks and return every run it made.
+
+    ``progress(done, total)`` counts requests over the whole measurement (total 0: unknown);
+    ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
+    """
     if spec.scenario == "sweep":
-        return sweep(spec, engine, progress)
+        return sweep(spec, engine, progress, stage)
     if spec.scenario == "capacity":
-        return search(spec, engine, run_once, progress)
+        tracker = Tracker(progress, None, stage)
+
+        def probe(s: ScenarioSpec, e: Engine, _p: Optional[ProgressFn]) -> RunResult:
+            return tracker.run(f"probe at {s.rate:g} req/s,", lambda p: run_once(s, e, p))
+
+        return search(spec, engine, probe, None, plan=lambda n: setattr(tracker, "runs", n))
+    tracker = Tracker(progress, spec.repeats, stage if spec.repeats > 1 else None)
     # Repeats share the seed: same prompts and schedule, so their spread is run-to-run noise.
-    runs = [run_once(spec, engine, progress) for _ in range(spec.repeats)]
+    runs = [tracker.run("repeat", lambda p: run_once(spec, engine, p)) for _ in range(spec.repeats)]
     return Measurement(spec=spec, runs=runs)
 
 
-def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None) -> Measurement:
+def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None,
+          stage: Optional[StageFn] = None) -> Measurement:
     assert spec.sweep is not None
-    runs = [run_once(point_spec(spec, v), engine, progress) for v in spec.sweep]
+    tracker = Tracker(progress, len(spec.sweep), stage)
+    kind = "rate" if spec.sweep_over == "rate" else "concurrency"
+    runs = [tracker.run(f"{kind} {v:g}, point", lambda p, v=v: run_once(point_spec(spec, v), engine, p))
+            for v in spec.sweep]
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
     front = pareto_frontier(points)
     return Measurement(
@@ -71,3 +140,4 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
             "current": [p.model_dump(mode="json") for p in front],
         },
     )
+

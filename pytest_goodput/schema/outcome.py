@@ -89,6 +89,12 @@ class TestOutcome(_Model):
     frontier: Optional[dict] = Field(
         None, description="sweeps: {'current': [...], 'baseline': [...], 'comparison': {...}}"
     )
+    baseline_spec: Optional[dict] = Field(
+        None, description="the scenario spec the baseline was recorded with (JSON form), when known")
+    server: Optional[dict[str, Optional[dict[str, float]]]] = Field(
+        None, description="the engine's own /metrics over the runs: {'current': {...}, 'baseline': {...}}")
+    capacity: Optional[dict[str, Optional[dict]]] = Field(
+        None, description="capacity searches: {'current': {...}, 'baseline': {...}} with every probe")
     error: Optional[str] = Field(None, description="the run could not be made (engine down, ...)")
     notes: list[str] = Field(default_factory=list,
                              description="what the gate did on the way: re-measurements, sessions recorded")

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from pytest_goodput.schema.redaction import redact
+
 
 class WriteError(OSError):
     """A file could not be written; the message is ``cannot write <path>: <reason>``."""
@@ -35,10 +37,14 @@ def _default_mode() -> int:
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same directory and ``os.replace``: all or nothing.
 
+    Every file the product writes comes through here, so secrets are redacted here
+    (:mod:`pytest_goodput.schema.redaction`): no baseline, report or result holds one.
+
     Any failure (read-only directory, ``path`` is a directory, disk full) raises
     :class:`WriteError` naming the path and the reason; no temporary file is left behind.
     """
     path = Path(path)
+    text = redact(text)
     if path.is_dir():
         raise WriteError(path, "it is a directory")
     try:

@@ -1,0 +1,106 @@
+"""The engine's own view of a run: its ``/metrics`` gauges sampled during the run, and a summary.
+
+Why: a gauge read after the run (queue length, batch size, KV-cache use) shows an idle
+engine; the cause of a regression is what the engine held *while* it served. A sampler
+thread scrapes ``/metrics`` every ``interval_s`` during the run and keeps the mean and the
+maximum of each gauge. The summary of a measurement is what reports put side by side with
+the baseline's ("why" a test regressed), and what a baseline records under ``server.*``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Callable, Optional
+
+from pytest_goodput.engines.prometheus import GAUGES, neutral
+from pytest_goodput.schema.results import RunResult
+
+#: Seconds between scrapes during a run: enough samples for a mean, little load on the engine.
+SAMPLE_INTERVAL_S = 0.5
+#: Prefix of server numbers in a baseline run's ``summary``.
+PREFIX = "server."
+#: The summary's keys in report order (see ``docs/metrics.md``, "Server metrics").
+SUMMARY_KEYS: tuple[str, ...] = (
+    "waiting_mean", "waiting_max", "running_mean", "running_max",
+    "kv_cache_usage_mean", "kv_cache_usage_max", "preemptions", "prefix_cache_hit_rate",
+)
+
+Scrape = Callable[[], Optional[Mapping[str, float]]]
+
+
+class GaugeSampler:
+    """Scrape ``/metrics`` in a thread until stopped; ``stop()`` returns ``<gauge>_mean``/``_max``.
+
+    The first scrape is one interval after the start (an idle engine at t=0 says nothing).
+    """
+
+    def __init__(self, scrape: Scrape, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self._scrape = scrape
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._samples: list[dict[str, float]] = []
+        self._thread = threading.Thread(target=self._loop, name="goodput-metrics", daemon=True)
+
+    def start(self) -> "GaugeSampler":
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            sample = self._scrape()
+            if sample is not None:
+                self._samples.append(neutral(sample))
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join(timeout=10.0)
+        return gauge_stats(self._samples)
+
+
+def gauge_stats(samples: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Mean and maximum of each gauge over the samples that have it, and the sample count."""
+    out: dict[str, float] = {}
+    for key in GAUGES:
+        values = [s[key] for s in samples if key in s]
+        if values:
+            out[f"{key}_mean"] = sum(values) / len(values)
+            out[f"{key}_max"] = max(values)
+    if out:
+        out["scrapes"] = float(len(samples))
+    return out
+
+
+def _mean(values: list[float]) -> Optional[float]:
+    return sum(values) / len(values) if values else None
+
+
+def server_summary(runs: Sequence[RunResult]) -> dict[str, float]:
+    """One measurement's server numbers: gauges' means averaged over runs, their maxima the
+    largest; preemptions per run; prefix-cache hit rate = hits / lookups over all runs
+    (lookups: the engine's prefix-cache queries, else its prompt tokens)."""
+    metrics = [r.server_metrics for r in runs if r.server_metrics]
+    out: dict[str, float] = {}
+    for key in GAUGES:
+        means = [m[f"{key}_mean"] for m in metrics if f"{key}_mean" in m]
+        if means:
+            out[f"{key}_mean"] = sum(means) / len(means)
+            out[f"{key}_max"] = max(m[f"{key}_max"] for m in metrics if f"{key}_max" in m)
+    preemptions = _mean([m["preemptions"] for m in metrics if "preemptions" in m])
+    if preemptions is not None:
+        out["preemptions"] = preemptions
+    hits = [m for m in metrics if "prefix_cache_hits" in m]
+    lookups = sum(m.get("prefix_cache_queries", m.get("prompt_tokens", 0.0)) for m in hits)
+    if hits and lookups > 0:
+        out["prefix_cache_hit_rate"] = sum(m["prefix_cache_hits"] for m in hits) / lookups
+    return out
+
+
+def to_summary(server: Mapping[str, float]) -> dict[str, Optional[float]]:
+    """Server numbers as a baseline run's ``summary`` keeps them (``server.<key>``)."""
+    return {PREFIX + k: v for k, v in server.items()}
+
+
+def from_summary(summary: Mapping[str, Optional[float]]) -> dict[str, float]:
+    """The server numbers a baseline run recorded (empty for baselines recorded without them)."""
+    return {k[len(PREFIX):]: v for k, v in summary.items() if k.startswith(PREFIX) and v is not None}
