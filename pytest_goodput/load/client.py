@@ -42,6 +42,7 @@ import httpx
 from pytest_goodput.load.connection import install_protocol, stamp_sent
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.redaction import redact, register
 
 _T = TypeVar("_T")
 
@@ -105,13 +106,8 @@ def _auth_headers(api_key_env: str | None) -> tuple[dict[str, str], bytes | None
     key = os.environ.get(api_key_env)
     if not key:
         raise ValueError(f"environment variable {api_key_env} (API key) is not set or empty")
+    register(key)  # so that every output redacts it, whatever echoes it
     return {"Authorization": f"Bearer {key}"}, key.encode()
-
-
-def _scrub(text: str, secret: bytes | None) -> str:
-    if secret:
-        text = text.replace(secret.decode(), "***")
-    return text
 
 
 def _describe(exc: BaseException) -> str:
@@ -361,7 +357,7 @@ class OpenAIClient:
     def _fail(self, ex: RawExchange, kind: str, detail: str) -> None:
         ex.end_at = perf_counter()
         ex.error_kind = kind
-        ex.error_detail = _scrub(detail, self._secret)
+        ex.error_detail = redact(detail)
 
     async def list_models(self) -> list[str]:
         """Model ids served at ``GET /v1/models`` (control plane)."""
@@ -371,10 +367,9 @@ class OpenAIClient:
             async with httpx.AsyncClient(timeout=min(self.timeout_s, 30.0)) as hc:
                 resp = await hc.get(url, headers=headers)
         except httpx.HTTPError as exc:
-            raise ConnectionError(f"cannot reach {url}: {_scrub(_describe(exc), self._secret)}") from None
+            raise ConnectionError(redact(f"cannot reach {url}: {_describe(exc)}")) from None
         if resp.status_code >= 400:
-            excerpt = _scrub(resp.text[:200], self._secret)
-            raise RuntimeError(f"GET {url} returned HTTP {resp.status_code}: {excerpt}")
+            raise RuntimeError(redact(f"GET {url} returned HTTP {resp.status_code}: {resp.text[:200]}"))
         try:
             return [str(m["id"]) for m in resp.json()["data"]]
         except (ValueError, KeyError, TypeError) as exc:
@@ -391,9 +386,9 @@ async def check_reachable(base_url: str, timeout_s: float = 5.0) -> None:
         async with httpx.AsyncClient(timeout=timeout_s) as hc:
             await hc.get(url)
     except httpx.TimeoutException:
-        raise ConnectionError(f"cannot reach {url}: no answer within {timeout_s:g} s") from None
+        raise ConnectionError(redact(f"cannot reach {url}: no answer within {timeout_s:g} s")) from None
     except httpx.HTTPError as exc:
-        raise ConnectionError(f"cannot reach {url}: {_describe(exc)}") from None
+        raise ConnectionError(redact(f"cannot reach {url}: {_describe(exc)}")) from None
 
 
 __all__ = ["OpenAIClient", "RawExchange", "RequestPlan", "check_reachable", "new_event_loop",

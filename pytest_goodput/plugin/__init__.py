@@ -49,6 +49,7 @@ class _Core(NamedTuple):
     render_summary: Callable[..., str]
     supports_unicode: Callable[[Any], bool]
     write_session_reports: Callable[..., None]
+    redact: Callable[[str], str]
 
 
 def _core() -> _Core:
@@ -56,10 +57,11 @@ def _core() -> _Core:
     from pytest_goodput.plugin.session import GoodputSession
     from pytest_goodput.report.files import write_session_reports
     from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
+    from pytest_goodput.schema.redaction import redact
     from pytest_goodput.schema.spec import SpecError, build_spec
 
     return _Core(GoodputSession, SpecError, build_spec, failure_message, render_summary,
-                 supports_unicode, write_session_reports)
+                 supports_unicode, write_session_reports, redact)
 
 
 def _harness_class() -> type["GoodputHarness"]:
@@ -274,22 +276,22 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if harness.measurement is None:
             harness.run()
     except core.SpecError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        pytest.fail(core.redact(str(exc)), pytrace=False)
     except ConnectionError as exc:
-        pytest.fail(f"pytest-goodput: {exc}", pytrace=False)
+        pytest.fail(core.redact(f"pytest-goodput: {exc}"), pytrace=False)
     session = _session(item.config)
     assert harness.spec is not None and harness.measurement is not None and harness.engine
     outcome = session.judge(item.nodeid, item.location[:2] if item.location else None,
                             harness.spec, harness.measurement, harness.engine,
                             earlier=harness.earlier_sessions, notes=harness.notes)
-    for name, value in outcome.key_metrics.items():
-        item.user_properties.append((f"goodput.{name}", value))
+    for name, value in outcome.key_metrics.items():  # JUnit XML: redacted like every output
+        item.user_properties.append((f"goodput.{name}", core.redact(value) if isinstance(value, str) else value))
     item.user_properties.append(("goodput.status", outcome.status))
     if harness.remeasured_because:
         item.user_properties.append(
-            ("goodput.remeasured_because", "; ".join(harness.remeasured_because)))
+            ("goodput.remeasured_because", core.redact("; ".join(harness.remeasured_because))))
     if session.fails(outcome):
-        pytest.fail(core.failure_message(outcome), pytrace=False)
+        pytest.fail(core.redact(core.failure_message(outcome)), pytrace=False)
     return result
 
 
@@ -298,7 +300,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if session is None or (not session.outcomes and not session.settings.update):
         return
     core = _core()
-    tr = terminalreporter
+    tr = _Redacting(terminalreporter, core.redact)
     tr.section("goodput")
     if session.outcomes:
         out = getattr(tr._tw, "_file", None)
@@ -319,6 +321,24 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"unused baseline (its test no longer exists): {path}")
     for err in session.errors:
         tr.write_line(f"error: {err}", red=True)
+    for log in session.kept_logs:
+        tr.write_line(f"engine log kept: {log}")
+
+
+class _Redacting:
+    """The terminal reporter with every written line redacted (secrets never reach a log)."""
+
+    def __init__(self, tr: Any, redact: Callable[[str], str]) -> None:
+        self._tr, self._redact, self._tw = tr, redact, tr._tw
+
+    def section(self, title: str) -> None:
+        self._tr.section(title)
+
+    def ensure_newline(self) -> None:
+        self._tr.ensure_newline()
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self._tr.write_line(self._redact(line), **markup)
 
 
 @pytest.hookimpl(trylast=True)
@@ -331,6 +351,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _core().write_session_reports(gs, write=_line_writer(tr))
     except OSError as exc:
         gs.errors.append(f"could not write a goodput report: {exc}")
+    gs.close()  # before the summary, which names the engine logs kept
     failing = gs.errors or (gs.missing_baselines() is not None and gs.missing_baselines_fail())
     if failing and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -339,12 +360,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _line_writer(tr: Any) -> Callable[[str], None]:
     """Each line on a line of its own: GitHub reads workflow commands (``::error``) only at
     the start of a line, and pytest's progress line may still be open."""
+    redact = _core().redact
     if tr is None:
-        return print
+        return lambda line: print(redact(line))
 
     def write(line: str) -> None:
         tr.ensure_newline()
-        tr.write_line(line)
+        tr.write_line(redact(line))
 
     return write
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_goodput.engines import engine as eng
+from pytest_goodput.cli.history import history_step
 from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.plugin.settings import Settings
@@ -19,6 +20,7 @@ from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
+from pytest_goodput.store.history import default_dir as default_history_dir
 
 
 class GoodputSession:
@@ -32,6 +34,7 @@ class GoodputSession:
         self.errors: list[str] = []
         self.written: list[Path] = []
         self.skipped_writes: list[str] = []
+        self.kept_logs: list[str] = []  # engine logs kept after a failure, for the summary
         self.collected_nodeids: set[str] = set()
         self.collected_modules: set[str] = set()
 
@@ -42,7 +45,8 @@ class GoodputSession:
         if self._engine is None:
             s = self.settings
             self._engine = select(
-                url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env
+                url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env,
+                ready_timeout_s=s.ready_timeout,
             )
         return self._engine
 
@@ -54,19 +58,22 @@ class GoodputSession:
         if url:
             e = eng.attach(url, model or s.model, s.api_key_env)
         elif serve:
-            e = eng.launch(serve, model or s.model, s.api_key_env)
+            e = eng.launch(serve, model or s.model, s.api_key_env, ready_timeout_s=s.ready_timeout)
         else:
             e = eng.simulator(model, **sim_knobs)
         self._extra_engines.append(e)
         return e
 
     def close(self) -> None:
-        for e in self._extra_engines:
-            e.close()
+        """Stop the engines, keeping their logs (``kept_logs``) when the session failed or an
+        engine died, removing them otherwise."""
+        keep = bool(self.errors) or any(self.fails(o) for o in self.outcomes)
+        engines = self._extra_engines + ([self._engine] if self._engine is not None else [])
+        for e in engines:
+            e.close(keep_log=keep)
         self._extra_engines.clear()
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
+        self._engine = None
+        self.kept_logs += [log for e in engines for log in e.kept_logs]
 
     # --- judging -------------------------------------------------------------------------
     @property
@@ -97,6 +104,12 @@ class GoodputSession:
         gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
                      location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
                      earlier=earlier or [], notes=notes or [])
+        where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)
+        gated.outcome, errors = history_step(
+            gated.outcome, spec, [*(earlier or []), m], record=s.update, gate=s.history_gate,
+            directory=where if where.is_absolute() else self.rootdir / where,
+            tolerance=s.tolerance, window=s.history_window)
+        self.errors += errors
         self.written += gated.written
         self.skipped_writes += gated.skipped
         self.outcomes.append(gated.outcome)
