@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pytest_goodput"
 #: Third-party modules that are optional extras (or platform-dependent): imported where used.
-OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop")
+OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop", "ruptures")
 #: The pytest entry point defers loading the core so that installing the plugin costs
 #: unrelated test suites nothing (docs/architecture.md).
 LAZY_CORE = {"pytest_goodput/plugin/__init__.py"}

@@ -20,6 +20,7 @@ from typing import Optional, TextIO
 
 from pytest_goodput.cli.compare import cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
+from pytest_goodput.cli.history import add_history_parser, cmd_history
 from pytest_goodput.cli.run import CLIError, add_run_parser, cmd_run
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import SpecError
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     fr.add_argument("--plot")
     fr.add_argument("--strict", action="store_true")
     fr.add_argument("--tolerance", type=float)
+    add_history_parser(sub)
     return parser
 
 
@@ -86,6 +88,8 @@ def _main(argv: list[str]) -> int:
             return cmd_compare(ns)
         if ns.command == "frontier":
             return cmd_frontier(ns)
+        if ns.command == "history":
+            return cmd_history(ns)
     except (CLIError, SpecError, ValueError, ConnectionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

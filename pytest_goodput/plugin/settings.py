@@ -79,6 +79,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("sessions", "sessions one --goodput-update-baseline records per test, relaunching the "
            "engine in between when it started it (default 5)", "int"),
     Option("workers", "client processes each run's load is sharded over (default 1)", "int"),
+    Option("history_dir", "directory of the main-branch history --goodput-update-baseline appends "
+           "to (default: history next to the baseline directory)"),
+    Option("history_gate", "fail a run that continues a creep: the last --goodput-history-window "
+           "main-branch runs and this one lost more than the tolerance", "bool"),
+    Option("history_window", "main-branch runs the creep gate looks back over (default 20)", "int"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -95,6 +100,7 @@ _BOUNDS: dict[str, tuple[tuple[str, float], ...]] = {
     "sessions": (("ge", 1), ("le", 20)),
     "workers": (("ge", 1), ("le", 64)),
     "ready_timeout": (("gt", 0), ("le", 86400)),
+    "history_window": (("ge", 6), ("le", 500)),
 }
 #: The comparisons, worded as pydantic words them (the messages users saw before).
 _COMPARISONS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
@@ -135,6 +141,9 @@ class Settings:
     history: int = 10
     sessions: int = 5
     workers: Optional[int] = None
+    history_dir: Optional[str] = None
+    history_gate: bool = False
+    history_window: int = 20
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ import json
 from typing import Callable, Optional
 
 from pytest_goodput.report.mermaid import mermaid_xychart
+from pytest_goodput.report.trend import trend_section
 from pytest_goodput.report.vocabulary import (
     FAILING,
     STATUSES,
@@ -294,6 +295,8 @@ def _section(o: TestOutcome) -> str:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
     if o.comparisons:
         parts.append(_metrics_table(o))
+    if o.trends:
+        parts.append(trend_section(o.trends))
     if o.slos:
         parts.append(_slo_table(o))
     if o.frontier:

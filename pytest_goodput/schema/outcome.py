@@ -10,6 +10,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_goodput.schema.history import Trend
+
 Verdict = Literal["pass", "improved", "regressed", "inconclusive", "underpowered", "new", "incomparable"]
 VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "underpowered", "new",
                              "incomparable")
@@ -98,6 +100,8 @@ class TestOutcome(_Model):
     error: Optional[str] = Field(None, description="the run could not be made (engine down, ...)")
     notes: list[str] = Field(default_factory=list,
                              description="what the gate did on the way: re-measurements, sessions recorded")
+    trends: list[Trend] = Field(default_factory=list,
+                                description="main-branch history of metrics that regressed or crept")
 
     @property
     def status(self) -> str:

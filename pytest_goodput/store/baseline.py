@@ -121,8 +121,9 @@ def _check_columns(path: Path, doc: BaselineFile) -> None:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on the baseline's directory (no lock without fcntl).
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``'s directory (no lock without fcntl); the
+    baseline and history stores share it.
 
     The directory itself, not a sibling lock file: baseline directories are reviewed and
     committed, and must not fill with lock files.
@@ -161,7 +162,7 @@ def record(
     callers that already loaded it; used only when the file cannot be read back). POSIX
     only: without ``fcntl`` (Windows) there is no lock and the last writer wins.
     """
-    with _locked(path):
+    with locked(path):
         try:
             existing = load(path, nodeid)
         except BaselineError:
