@@ -25,6 +25,7 @@ from pytest_goodput.schema.baseline import (
     BaselineRun,
 )
 from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.store.files import WriteError, write_atomic
 
 try:
@@ -98,6 +99,7 @@ def load(path: Path, nodeid: Optional[str] = None) -> Optional[BaselineFile]:
         loc = ".".join(str(p) for p in first["loc"])
         raise BaselineError(f"baseline {path} is invalid at {loc}: {first['msg']}") from None
     _check_columns(path, doc)
+    _check_spec(path, doc)
     if nodeid is not None and doc.nodeid != nodeid:
         raise BaselineError(
             f"baseline {path} belongs to {doc.nodeid!r}, not {nodeid!r}; it was left untouched"
@@ -118,6 +120,19 @@ def _check_columns(path: Path, doc: BaselineFile) -> None:
                         f"{len(column)} values for {n} requests (the length of ok); "
                         "fix or delete it, then record a new one with --goodput-update-baseline"
                     )
+
+
+def _check_spec(path: Path, doc: BaselineFile) -> None:
+    """The stored spec is a valid spec: the comparison reads it (a hand-edited one may not be)."""
+    try:
+        ScenarioSpec.model_validate(doc.spec)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(spec)"
+        raise BaselineError(
+            f"baseline {path} is invalid at spec.{loc}: {first['msg']}; "
+            "fix or delete it, then record a new one with --goodput-update-baseline"
+        ) from None
 
 
 @contextmanager
