@@ -161,20 +161,117 @@ def incomparable() -> TestOutcome:
     )
 
 
+def _pts(rows: list[tuple[float, float, float, bool]]) -> list[dict]:
+    """Sweep points (load, tok/s/user, output tok/s, SLO met) as a sweep records them."""
+    return [{"load": load, "load_kind": "concurrency", "interactivity": x, "throughput": y, "slo_ok": ok}
+            for load, x, y, ok in rows]
+
+
+def _by_load(load: float, base_thr: float, cur_thr: float, base_tpot: float, cur_tpot: float,
+             verdict: str) -> dict:
+    """The judge's equal-load comparison of one sweep point (throughput and TPOT)."""
+    thr = cmp("throughput.output_tokens_per_s", base_thr, cur_thr, verdict if cur_thr < base_thr else "pass")
+    tpot = cmp("metrics.tpot_ms.p50", base_tpot, cur_tpot, "pass")
+    return {"load": load, "verdict": verdict, "throughput": thr.model_dump(mode="json"),
+            "tpot": tpot.model_dump(mode="json"), "worst": thr.model_dump(mode="json")}
+
+
+def _step(x: float, base: dict, cur: dict | None, ratio: float, verdict: str) -> dict:
+    return {"interactivity": x, "baseline": base, "current": cur, "ratio": ratio,
+            "interval": [ratio, ratio], "verdict": verdict}
+
+
 def sweep() -> TestOutcome:
-    pts = lambda xs: [{"load": float(i + 1), "load_kind": "concurrency", "interactivity": x, "throughput": y}
-                      for i, (x, y) in enumerate(xs)]
+    cur = _pts([(1.0, 50.0, 180.0, True), (4.0, 33.3, 396.0, True), (16.0, 20.0, 610.0, False)])
+    base = _pts([(1.0, 50.0, 175.0, True), (4.0, 33.3, 400.0, True), (16.0, 20.0, 600.0, False)])
     return outcome(
         "tests/test_sweep.py::test_frontier",
         line=5,
         scenario="sweep",
+        spec={"scenario": "sweep", "sweep": [1, 4, 16], "sweep_over": "concurrency", "requests": 200,
+              "isl": 128, "osl": 64},
         comparisons=[cmp("frontier_throughput", 400.0, 396.0, "pass", method="pareto step lookup",
                          note="worst at 33.3 tok/s/user of 3 points; all points pass")],
         frontier={
-            "current": pts([(50.0, 180.0), (33.3, 396.0), (20.0, 610.0)]),
-            "baseline": pts([(50.0, 175.0), (33.3, 400.0), (20.0, 600.0)]),
-            "comparison": {"verdict": "pass", "tolerance": 0.05, "worst": {"ratio": 0.99, "interactivity": 33.3}},
+            "points": cur, "current": cur, "baseline": base,
+            "comparison": {
+                "verdict": "pass", "tolerance": 0.05,
+                "worst": {"ratio": 0.99, "interactivity": 33.3},
+                "by_load": [_by_load(1.0, 175.0, 180.0, 20.0, 20.0, "pass"),
+                            _by_load(4.0, 400.0, 396.0, 30.0, 30.0, "pass"),
+                            _by_load(16.0, 600.0, 610.0, 50.0, 50.0, "pass")],
+                "points": [_step(50.0, base[0], cur[0], 180.0 / 175.0, "pass"),
+                           _step(33.3, base[1], cur[1], 0.99, "pass"),
+                           _step(20.0, base[2], cur[2], 610.0 / 600.0, "pass")],
+            },
         },
+    )
+
+
+#: The engine's own numbers for the sweep regression: a longer queue, a fuller KV cache.
+SERVER_BASE = {"waiting_mean": 0.5, "waiting_max": 2.0, "running_mean": 12.0, "running_max": 16.0,
+               "kv_cache_usage_mean": 0.4, "kv_cache_usage_max": 0.55, "preemptions": 0.0}
+SERVER_CUR = {"waiting_mean": 6.0, "waiting_max": 14.0, "running_mean": 9.6, "running_max": 16.0,
+              "kv_cache_usage_mean": 0.85, "kv_cache_usage_max": 0.99, "preemptions": 12.0,
+              "prefix_cache_hit_rate": 0.25}
+
+
+def sweep_regressed() -> TestOutcome:
+    """A 20 % slower engine: every point loses throughput and interactivity; the most
+    interactive baseline point (25 tok/s/user) is out of reach of every current point."""
+    base = _pts([(1.0, 25.0, 209.0, True), (4.0, 20.0, 640.0, True), (16.0, 12.5, 1600.0, False)])
+    cur = _pts([(1.0, 20.8, 174.0, True), (4.0, 16.7, 533.0, True), (16.0, 10.4, 1333.0, False)])
+    thr = cmp("frontier_throughput", 1600.0, 1333.0, "regressed", interval=(-0.19, -0.15),
+              method="equal-load points: bootstrap",
+              note="worst at load 16 (throughput -16.7%) of 3 points compared at equal load; 3 regressed")
+    return outcome(
+        "tests/test_sweep.py::test_frontier_slower",
+        line=30,
+        scenario="sweep",
+        spec={"scenario": "sweep", "sweep": [1, 4, 16], "sweep_over": "concurrency", "requests": 200,
+              "isl": 128, "osl": 64, "ttft_ms": 450.0, "tpot_ms": 80.0},
+        key_metrics={"frontier.max_output_tokens_per_s": 1333.0, "frontier.points": 3.0},
+        comparisons=[thr],
+        current_env={**ENV_CUR, "engine_flags": "GOODPUT_SIM_SLOWDOWN=1.2"},
+        what_changed={"engine_flags": (None, "GOODPUT_SIM_SLOWDOWN=1.2")},
+        server={"baseline": SERVER_BASE, "current": SERVER_CUR},
+        frontier={
+            "points": cur, "current": cur, "baseline": base,
+            "comparison": {
+                "verdict": "regressed", "tolerance": 0.05,
+                "worst": {"ratio": 0.0, "interactivity": 25.0},
+                "by_load": [_by_load(1.0, 209.0, 174.0, 40.0, 48.0, "regressed"),
+                            _by_load(4.0, 640.0, 533.0, 50.0, 60.0, "regressed"),
+                            _by_load(16.0, 1600.0, 1333.0, 80.0, 96.0, "regressed")],
+                "points": [_step(25.0, base[0], None, 0.0, "regressed"),
+                           _step(20.0, base[1], cur[0], 174.0 / 640.0, "regressed"),
+                           _step(12.5, base[2], cur[2], 1333.0 / 1600.0, "regressed")],
+            },
+        },
+    )
+
+
+def capacity() -> TestOutcome:
+    """A capacity search: 2 → 4 → 8 req/s doubling, then bisection between 4 and 8."""
+    probes = [
+        {"rate": 2.0, "attainment": 1.0, "passed": True, "goodput_rps": 2.0, "good": 40, "issued": 40},
+        {"rate": 4.0, "attainment": 0.975, "passed": True, "goodput_rps": 3.9, "good": 78, "issued": 80},
+        {"rate": 8.0, "attainment": 0.6, "passed": False, "goodput_rps": 4.8, "good": 96, "issued": 160},
+        {"rate": 6.0, "attainment": 0.85, "passed": False, "goodput_rps": 5.1, "good": 102, "issued": 120},
+        {"rate": 5.0, "attainment": 0.91, "passed": True, "goodput_rps": 4.55, "good": 91, "issued": 100},
+    ]
+    cur = {"requests_per_s": 5.0, "lower": 5.0, "upper": 6.0, "target": 0.9, "probes": probes, "complete": True}
+    base = {"requests_per_s": 6.0, "lower": 6.0, "upper": 7.0, "target": 0.9, "probes": [], "complete": True}
+    return outcome(
+        "tests/test_cap.py::test_capacity",
+        line=8,
+        scenario="capacity",
+        spec={"scenario": "capacity", "rate": 2.0, "duration_s": 20.0, "isl": 128, "osl": 64,
+              "ttft_ms": 450.0, "attainment": 0.9},
+        key_metrics={"capacity.requests_per_s": 5.0},
+        comparisons=[cmp("capacity.requests_per_s", 6.0, 5.0, "inconclusive", interval=(-0.3, 0.02),
+                         method="capacity search brackets")],
+        capacity={"current": cur, "baseline": base},
     )
 
 

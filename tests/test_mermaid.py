@@ -8,6 +8,7 @@ bracketed comma list of texts, the y range is ``min --> max``, a line is ``line 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, Optional
@@ -15,6 +16,7 @@ from typing import Any, Optional
 import pytest
 
 from pytest_goodput.report.mermaid import (
+    legend,
     mermaid_xychart,
     nice_ceiling,
     number,
@@ -29,10 +31,15 @@ NUM = r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)"
 
 def validate(block: str) -> dict[str, Any]:
     """Parse a chart the way xychart-beta's grammar does; fail on anything it would reject."""
-    assert "%%" not in block and "`" not in block
     lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    # The init directive is the one line allowed to hold %% (it is parsed as JSON).
+    m = re.fullmatch(r"%%\{init: (.*)\}%%", lines.pop(0))
+    assert m, "the chart starts with its init directive"
+    palette = json.loads(m.group(1))["themeVariables"]["xyChart"]["plotColorPalette"].split(", ")
+    block = "\n".join(lines)
+    assert "%%" not in block and "`" not in block
     assert lines[0] == "xychart-beta"
-    out: dict[str, Any] = {"lines": []}
+    out: dict[str, Any] = {"lines": [], "palette": palette}
     for ln in lines[1:]:
         if m := re.fullmatch(rf"title ({STR})", ln):
             out["title"] = m.group(1)[1:-1]
@@ -46,6 +53,7 @@ def validate(block: str) -> dict[str, Any]:
         else:
             raise AssertionError(f"not xychart-beta grammar: {ln!r}")
     assert len(set(out["x"])) == len(out["x"]), "a band axis merges equal labels"
+    assert len(palette) == len(out["lines"]), "one colour per line"
     for name, vals in out["lines"]:
         assert len(vals) == len(out["x"]), f"line {name} does not align with the x axis"
         assert all(out["y"][0] <= v <= out["y"][1] for v in vals)
@@ -70,10 +78,19 @@ def test_two_frontiers_on_a_shared_step_grid() -> None:
         ("baseline", [900, 700, 700, 300, 300]),
     ]
     assert chart["y"] == (0, 1100)  # 1000 * 1.05 = 1050 -> 1100
+    # Okabe-Ito vermillion for the current line, blue for the baseline: never Mermaid's pale default.
+    assert chart["palette"] == ["#D55E00", "#0072B2"]
+
+
+def test_legend_names_each_colour() -> None:
+    assert legend() == ("Lines: 🟧 **current** (vermillion, `#D55E00`) · "
+                        "🟦 **baseline** (blue, `#0072B2`)")
+    assert legend(["current"]) == "Lines: 🟧 **current** (vermillion, `#D55E00`)"
 
 
 def test_exact_text() -> None:
     assert mermaid_xychart([pt(12.5, 333.3333)], title="t") == (
+        '%%{init: {"theme": "base", "themeVariables": {"xyChart": {"plotColorPalette": "#D55E00"}}}}%%\n'
         "xychart-beta\n"
         '    title "t"\n'
         '    x-axis "interactivity (tok/s/user)" ["12.5"]\n'

@@ -49,7 +49,7 @@ def test_golden_full_report(chart):
 
 
 def test_golden_truncated_report(chart):
-    check_golden("report_truncated.md", render_markdown(fx.all_outcomes(), max_bytes=4000))
+    check_golden("report_truncated.md", render_markdown(fx.all_outcomes(), max_bytes=7000))
 
 
 def test_golden_single_regression(chart):
@@ -113,7 +113,10 @@ def test_slo_table_and_environment():
 def test_frontier_uses_mermaid_when_available(chart):
     text = render_markdown([fx.sweep()])
     assert '```mermaid\nxychart-beta\n    title "tests/test_sweep.py::test_frontier frontier"' in text
-    assert "**Frontier:** verdict ✅ pass; worst throughput ratio 0.99 at 33.3 tok/s/user" in text
+    # 396 / 400 = 0.99 at concurrency 4, the lowest of the three equal-load ratios.
+    assert ("**Frontier — ✅ pass:** 3 of 3 points compared at equal load (3 pass); lowest throughput "
+            "at concurrency 4: 400 → 396 tok/s (ratio 0.99)") in text
+    assert "Lines: 🟧 **current** (vermillion, `#D55E00`) · 🟦 **baseline** (blue, `#0072B2`)" in text
 
 
 def test_frontier_with_the_real_chart_renderer():
@@ -123,7 +126,8 @@ def test_frontier_with_the_real_chart_renderer():
     fr["frontier"] = fr.pop("current")
     text = render_markdown([o.model_copy(update={"frontier": fr})])
     block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
-    assert block.startswith("xychart-beta\n")
+    assert block.startswith('%%{init: {"theme": "base", "themeVariables": {"xyChart": '
+                            '{"plotColorPalette": "#D55E00, #0072B2"}}}}%%\nxychart-beta\n')
     assert 'line "current"' in block and 'line "baseline"' in block
 
 
@@ -131,7 +135,12 @@ def test_frontier_falls_back_to_a_table(monkeypatch):
     monkeypatch.setattr(md, "_load_mermaid", lambda: None)
     text = render_markdown([fx.sweep()])
     assert "```mermaid" not in text
-    assert "| baseline | 33.3 | 400 |" in text and "| current | 20 | 610 |" in text
+    # Per point: 610 / 600 = 1.02 times the baseline's throughput, TPOT 50 -> 50 ms (ratio 1.00).
+    assert "| concurrency 16 | 20 | 610 | ❌ no | 600 | 1.02 | 1.00 | ✅ pass |" in text
+    # Without per-point data the two frontiers are listed as numbers.
+    fr = {k: v for k, v in fx.sweep().frontier.items() if k != "points" and k != "comparison"}
+    bare = render_markdown([fx.sweep().model_copy(update={"frontier": fr})])
+    assert "| baseline | 33.3 | 400 |" in bare and "| current | 20 | 610 |" in bare
 
 
 def test_frontier_renderer_failure_is_not_fatal(monkeypatch):
@@ -139,12 +148,12 @@ def test_frontier_renderer_failure_is_not_fatal(monkeypatch):
         raise ValueError("bad points")
 
     monkeypatch.setattr(md, "_load_mermaid", lambda: broken)
-    assert "| current | 50 | 180 |" in render_markdown([fx.sweep()])
+    assert "| concurrency 1 | 50 | 180 | ✅ yes | 175 | 1.03 | 1.00 | ✅ pass |" in render_markdown([fx.sweep()])
 
 
 def test_under_budget_nothing_cut():
     text = render_markdown(fx.all_outcomes())
-    assert "✂️" not in text and text.count("<details>") == 16
+    assert "✂️" not in text and text.count("<details>") == 17  # 2 per test, the sweep's step lookup
 
 
 @pytest.mark.parametrize("budget", [12000, 4000, 3000, 1200, 600])
@@ -160,7 +169,7 @@ def test_truncation_keeps_summary_and_says_what_was_cut(budget):
 
 
 def test_truncation_drops_passing_tables_before_failing_ones():
-    text = render_markdown(fx.all_outcomes(), max_bytes=4000)
+    text = render_markdown(fx.all_outcomes(), max_bytes=7000)
     assert "verdict tables of 3 passing tests omitted" in text
     assert "### ✅" not in text and "### 🆕" not in text
     assert "### ❌ `tests/test_serve.py::test_param[a|b]` — regressed" in text

@@ -50,18 +50,20 @@ class _Core(NamedTuple):
     supports_unicode: Callable[[Any], bool]
     write_session_reports: Callable[..., None]
     redact: Callable[[str], str]
+    junit_properties: Callable[..., list[tuple[str, str]]]
 
 
 def _core() -> _Core:
     """Import the gate's core (once per process; later calls are dictionary look-ups)."""
     from pytest_goodput.plugin.session import GoodputSession
     from pytest_goodput.report.files import write_session_reports
+    from pytest_goodput.report.junit import junit_properties
     from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
     from pytest_goodput.schema.redaction import redact
     from pytest_goodput.schema.spec import SpecError, build_spec
 
     return _Core(GoodputSession, SpecError, build_spec, failure_message, render_summary,
-                 supports_unicode, write_session_reports, redact)
+                 supports_unicode, write_session_reports, redact, junit_properties)
 
 
 def _harness_class() -> type["GoodputHarness"]:
@@ -284,12 +286,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     outcome = session.judge(item.nodeid, item.location[:2] if item.location else None,
                             harness.spec, harness.measurement, harness.engine,
                             earlier=harness.earlier_sessions, notes=harness.notes)
-    for name, value in outcome.key_metrics.items():  # JUnit XML: redacted like every output
-        item.user_properties.append((f"goodput.{name}", core.redact(value) if isinstance(value, str) else value))
-    item.user_properties.append(("goodput.status", outcome.status))
-    if harness.remeasured_because:
-        item.user_properties.append(
-            ("goodput.remeasured_because", core.redact("; ".join(harness.remeasured_because))))
+    # JUnit XML: baseline, current, change and verdict per metric; redacted like every output.
+    item.user_properties += [(name, core.redact(value)) for name, value
+                             in core.junit_properties(outcome, harness.remeasured_because)]
     if session.fails(outcome):
         pytest.fail(core.redact(core.failure_message(outcome)), pytrace=False)
     return result

@@ -17,6 +17,26 @@ from pytest_goodput.schema.frontier import FrontierPoint
 
 X_TITLE = "interactivity (tok/s/user)"
 MAX_TEXT = 120
+#: Line colours, current first (Okabe-Ito: distinguishable with every common colour-vision
+#: deficiency, and both dark enough to read on white): current vermillion, baseline blue.
+SERIES_COLOURS: dict[str, tuple[str, str]] = {
+    "current": ("#D55E00", "vermillion"),
+    "baseline": ("#0072B2", "blue"),
+}
+SERIES_MARKS = {"current": "🟧", "baseline": "🟦"}
+
+
+def init_directive(names: Sequence[str]) -> str:
+    """The ``%%{init}%%`` line that gives each line its colour (xychart draws no legend)."""
+    palette = ", ".join(SERIES_COLOURS[n][0] for n in names)
+    return ('%%{init: {"theme": "base", "themeVariables": {"xyChart": {"plotColorPalette": "'
+            + palette + '"}}}}%%')
+
+
+def legend(names: Sequence[str] = ("current", "baseline")) -> str:
+    """The line under a chart naming which colour is which line."""
+    return "Lines: " + " · ".join(
+        f"{SERIES_MARKS[n]} **{n}** ({SERIES_COLOURS[n][1]}, `{SERIES_COLOURS[n][0]}`)" for n in names)
 
 
 def quote(text: str) -> str:
@@ -91,7 +111,7 @@ def mermaid_xychart(
     }
     top = nice_ceiling(max(v for vs in values.values() for v in vs))
     y_title = "output tok/s/GPU" if per_gpu else "output tok/s"
-    lines = ["xychart-beta"]
+    lines = [init_directive([name for name, _ in series]), "xychart-beta"]
     if title:
         lines.append(f"    title {quote(title)}")
     lines.append(f"    x-axis {quote(X_TITLE)} [{', '.join(quote(s) for s in x_labels(grid))}]")

@@ -11,6 +11,7 @@ from typing import Optional, TextIO
 
 from tabulate import tabulate
 
+from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
     STATUSES,
@@ -52,6 +53,8 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("metrics.ttft_ms.p99", "TTFT P99 ms"),
     ("metrics.tpot_ms.p99", "TPOT P99 ms"),
     ("goodput.attainment", "attain"),
+    ("frontier.max_output_tokens_per_s", "frontier max tok/s"),
+    ("capacity.requests_per_s", "capacity req/s"),
 )
 _MIN_NAME = 24
 
@@ -170,6 +173,11 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         limit = max(_MIN_NAME, longest - (_width_of(table) - width))
         table = _summary_table(ordered, columns, limit, ascii)
     parts = [_headline(ordered), table]
+    shapes = [f"{o.nodeid}: {line}" for o in ordered
+              for line in (frontier_headline(o, "->" if ascii else "→"), capacity_headline(o, "->" if ascii else "→"))
+              if line]
+    if shapes:
+        parts.append("\n".join(shapes))
     for o in ordered:
         if o.status in NOTEWORTHY:
             parts.append("\n".join(_detail(o, ascii)))
@@ -197,6 +205,8 @@ def _comparison_line(c: MetricComparison, arrow: str) -> str:
     base = fmt_value(c.baseline, unit, missing="none")
     cur = fmt_value(c.current, unit, missing="none", with_unit=True)
     bits = [f"change {fmt_change(c.change, scale=c.scale)}"]
+    if c.metric == "frontier_throughput" and c.current is None and c.baseline is not None:
+        cur, bits = f"- {UNREACHED}", []
     if c.interval is not None:
         bits.append(f"interval {fmt_interval(c.interval, scale=c.scale)}")
     bits.append(f"tolerance {fmt_percent(c.tolerance)}")

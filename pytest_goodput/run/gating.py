@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.evidence import from_baseline, from_measurement
 from pytest_goodput.judge.judge import Policy, judge
+from pytest_goodput.run.server import from_summary, server_summary, to_summary
 from pytest_goodput.schema.baseline import DEFAULT_HISTORY, BaselineFile, BaselineRun
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.evidence import Evidence
@@ -76,12 +77,27 @@ def gate(
                     Policy(compare=use_store, strict=policy.strict, tolerance=policy.tolerance,
                            update=policy.update),
                     location=location)
-    if notes:
-        outcome = outcome.model_copy(update={"notes": [*outcome.notes, *notes]})
+    outcome = outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes]))
     if not policy.update:
         return Gated(outcome)
     return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current], env,
                    base, outcome, history)
+
+
+def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> dict[str, Any]:
+    """What reports put side by side beyond the verdicts: the baseline's spec, the engine's
+    own metrics and the capacity searches of both runs."""
+    latest = base.latest if base is not None and base.runs else None
+    update: dict[str, Any] = {"notes": notes}
+    if latest is not None:
+        update["baseline_spec"] = base.spec if base is not None else None
+    current = server_summary(m.runs) if m.kind != "capacity" else {}
+    baseline = from_summary(latest.summary) if latest is not None else {}
+    if current or baseline:
+        update["server"] = {"current": current or None, "baseline": baseline or None}
+    if m.capacity is not None:
+        update["capacity"] = {"current": m.capacity, "baseline": latest.capacity if latest else None}
+    return update
 
 
 def _record(path: Path, nodeid: str, sessions: list[Evidence], env: Fingerprint,
@@ -97,7 +113,7 @@ def _record(path: Path, nodeid: str, sessions: list[Evidence], env: Fingerprint,
         run = BaselineRun(
             recorded_at=store.now_iso(),
             environment=env,
-            summary=ev.summary,
+            summary={**ev.summary, **(to_summary(server_summary(ev.results)) if ev.capacity is None else {})},
             samples=ev.latest,
             frontier=ev.frontier,
             capacity=ev.capacity,
