@@ -25,6 +25,7 @@ from pytest_goodput.judge.changepoints import (
     creep_gate,
     detect,
     drift,
+    relative,
     worse_by,
 )
 from pytest_goodput.judge.judge import metric_defs
@@ -181,9 +182,10 @@ def _analyse(entries: list[HistoryEntry], path: str, ns: argparse.Namespace,
     else:
         state = "CREPT" if c.crept else "within tolerance"
         since = f" after a step at {s.labels[c.step_at]}" if c.step_at is not None else ""
-        lines.append(f"    creep: {state} — the newest {len(s.values) - c.window_start} runs{since} "
-                     f"lost {c.loss * 100:.1f}%, the newest run {c.own_loss * 100:.1f}% "
-                     f"({fmt_value(c.start, unit)} → {fmt_value(c.end, unit)})")
+        lines.append(f"    creep: {state} — the newest {len(s.values) - c.window_start} runs{since}: "
+                     f"{fmt_value(c.start, unit)} → {fmt_value(c.end, unit)} "
+                     f"{fmt_change(relative(c.start, c.end))}, the newest run alone "
+                     f"{fmt_change(relative(c.start, c.current))} (medians of {END_RUNS} runs)")
     return lines, bool(c is not None and c.crept), d is not None
 
 

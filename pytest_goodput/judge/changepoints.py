@@ -96,7 +96,7 @@ def segment_test(left: Sequence[float], right: Sequence[float]) -> tuple[float, 
     if se == 0.0:
         return m1, m2, (1.0 if m1 == m2 else 0.0)
     t = abs(m2 - m1) / se
-    return m1, m2, min(1.0, 2.0 * (1.0 - t_cdf(t, df)))
+    return m1, m2, min(1.0, 2.0 * t_cdf(-t, df))  # the lower tail: no cancellation
 
 
 def relative(before: float, after: float) -> float:
@@ -155,6 +155,28 @@ def drift(values: Sequence[float], reference: int, *, k: int = END_RUNS) -> Opti
     return Drift(reference=reference, start=start, end=end, change=relative(start, end))
 
 
+def is_step(values: Sequence[float], at: int, tolerance: float, *, k: int = END_RUNS) -> bool:
+    """Whether the change at ``at`` is one sharp step rather than part of a creep.
+
+    The median of the ``k`` runs after ``at`` differs from the median of the ``k`` before by
+    more than the tolerance, while on each side (where ``2k`` runs exist) the next ``k`` runs
+    out moved less than half that jump: the series is flat around it. A creep moves as much
+    on either side as across the point, so it is never taken for a step.
+    """
+    def level(lo: int, hi: int) -> float:
+        return float(statistics.median(values[max(lo, 0):hi]))
+
+    jump = abs(relative(level(at - k, at), level(at, at + k)))
+    if jump <= tolerance:
+        return False
+    sides = []
+    if at - 2 * k >= 0:
+        sides.append(relative(level(at - 2 * k, at - k), level(at - k, at)))
+    if at + 2 * k <= len(values):
+        sides.append(relative(level(at, at + k), level(at + k, at + 2 * k)))
+    return all(abs(side) < jump / 2 for side in sides)
+
+
 @dataclass(frozen=True)
 class Creep:
     """The creep gate's reading of one metric (``docs/metrics.md``, "creep").
@@ -192,19 +214,17 @@ def creep(
 ) -> Optional[Creep]:
     """Whether ``current`` continues a creep over the newest ``window`` main-branch runs.
 
-    A change point (found in the whole series) whose local step — median of the ``k`` runs
-    after it against the ``k`` before — exceeds the tolerance is a step, which the
-    pull-request gate judges: the window starts after the newest such step. None when fewer
-    than ``2k − 1`` main runs remain in the window (too few to tell a creep from noise).
+    A change point (found in the whole series) that :func:`is_step` calls a step is what
+    the pull-request gate judges, not creep: the window starts after the newest one. None
+    when fewer than ``2k − 1`` main runs remain in the window (too few to tell a creep from
+    noise).
     """
     series = [float(v) for v in main]
     current = float(current)
     start_at = max(len(series) - window, 0)
     step_at: Optional[int] = None
     for cp in detect(series, settings):
-        local = relative(statistics.median(series[max(cp.index - k, 0):cp.index]),
-                         statistics.median(series[cp.index:cp.index + k]))
-        if abs(local) > tolerance and cp.index > start_at:
+        if cp.index > start_at and is_step(series, cp.index, tolerance, k=k):
             step_at = start_at = cp.index
     tail = series[start_at:]
     if len(tail) < 2 * k - 1:

@@ -1,0 +1,134 @@
+"""``python -m pytest_goodput history DIR`` as users run it: output and exit status."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_goodput.schema.environment import Fingerprint
+from pytest_goodput.schema.history import HistoryEntry
+from pytest_goodput.store import history as store
+
+pytest.importorskip("ruptures")
+
+NODEID = "tests/test_perf.py::test_chat"
+ENV = Fingerprint(identity={"hardware": "h100", "model": "m", "scenario_hash": "abc"})
+#: A step of -8 % at run 13 (commit c012…), then flat: fixed values, no randomness.
+NOISE = [0.0, 0.01, -0.01, 0.005, -0.005]
+STEP = [10.0 * (1 + NOISE[i % 5]) for i in range(12)] + [9.2 * (1 + NOISE[i % 5]) for i in range(12)]
+
+
+def commit(i: int) -> str:
+    return f"c{i:03d}" + "0" * 36
+
+
+def write_history(directory: Path, values: list[float], *, nodeid: str = NODEID,
+                  env: Fingerprint = ENV) -> Path:
+    path = store.path_for(directory, nodeid)
+    for i, v in enumerate(values):
+        store.append(path, HistoryEntry(
+            nodeid=nodeid, recorded_at="2026-01-01T00:00:00+00:00", commit=commit(i),
+            environment=env, metrics={"goodput.requests_per_s": v, "metrics.ttft_ms.p99": 400.0},
+            gated=["goodput.requests_per_s"], tolerances={"goodput.requests_per_s": 0.05}))
+    return path
+
+
+def history(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_goodput", "history", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_a_step_is_printed_at_its_commit_with_before_after_change_and_p(tmp_path):
+    write_history(tmp_path / "hist", STEP)
+    proc = history("hist", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith(f"{NODEID}: 24 runs (hardware=h100, model=m, scenario_hash=abc)\n")
+    assert "  goodput (req/s) — higher is better, tolerance 5%, 24 runs\n" in out
+    # before: mean of runs 1-12 = 10 × (1 + 0.01/12); after: 9.2 × (1 + 0.01/12) = 9.2077
+    assert "    change point at c01200000000 (run 13): 10 → 9.21 -8.0% (worse), p = 1.2e-18\n" in out
+    assert "drift since c00000000000 (run 1): 10 → 9.2 -8.0% (worse; medians of 3 runs)" in out
+    assert ("creep: within tolerance — the newest 12 runs after a step at c01200000000: "
+            "9.2 → 9.2 +0.0%, the newest run alone +1.0% (medians of 3 runs)") in out
+    assert "TTFT" not in out  # only the gated metric unless --metric names others
+
+
+def test_metric_and_since_choose_what_is_analysed(tmp_path):
+    write_history(tmp_path / "hist", STEP)
+    proc = history("hist", "--metric", "ttft_p99_ms", "--since", "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "TTFT P99 (ms) — lower is better, tolerance 15%, 24 runs" in proc.stdout
+    assert "no change point" in proc.stdout
+    assert "drift since c02000000000 (run 21): 400 → 400 +0.0%" in proc.stdout
+    proc = history("hist", "--since", "c012000", cwd=tmp_path)
+    assert "drift since c01200000000 (run 13): 9.2 → 9.2 +0.0% (better;" in proc.stdout
+
+
+def test_a_creep_on_the_newest_run_exits_1(tmp_path):
+    creep = [10.0 * (1 + NOISE[i % 5]) * 0.995 ** i for i in range(24)]  # 0.5 % per run
+    write_history(tmp_path / "hist", creep)
+    proc = history("hist", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "creep: CREPT — the newest 21 runs: " in proc.stdout
+    assert proc.stdout.rstrip().endswith(f"creep beyond tolerance: {NODEID} goodput (req/s)")
+    proc = history("hist", "--tolerance", "0.2", cwd=tmp_path)
+    assert proc.returncode == 0 and "creep: within tolerance" in proc.stdout
+
+
+def test_other_identities_are_not_mixed_into_the_series(tmp_path):
+    other = Fingerprint(identity={**ENV.identity, "hardware": "a100"})
+    path = write_history(tmp_path / "hist", [5.0] * 6, env=other)
+    for i, v in enumerate(STEP):
+        store.append(path, HistoryEntry(nodeid=NODEID, recorded_at="2026-01-02T00:00:00+00:00",
+                                        commit=commit(100 + i), environment=ENV,
+                                        metrics={"goodput.requests_per_s": v},
+                                        gated=["goodput.requests_per_s"]))
+    proc = history("hist", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "24 runs (hardware=h100" in proc.stdout
+    assert "6 runs of another hardware, model or scenario not compared" in proc.stdout
+    assert proc.stdout.count("change point at") == 1
+
+
+def test_damaged_lines_warn_and_the_rest_is_analysed(tmp_path):
+    path = write_history(tmp_path / "hist", STEP)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("{oops\n")
+    proc = history(str(path), cwd=tmp_path)
+    assert proc.returncode == 0
+    assert f"warning: {path}:25: not valid JSON" in proc.stderr
+    assert "change point at c01200000000" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing"], "error: history directory missing does not exist"),
+    (["hist", "--since", "deadbeef"], "error: --since deadbeef: no test's history has that run"),
+    (["hist", "--metric", "bogus"], "error: unknown metric 'bogus'"),
+    (["hist", "--max-pvalue", "2"], "error: max p-value must be in (0, 1), got 2.0"),
+    (["hist", "--window", "3"], "error: --window must be at least 6, got 3"),
+    (["hist", "--test", "nothing"], "error: no history of a test matching 'nothing' under hist"),
+    (["empty"], "error: no history of any test under empty"),
+])
+def test_bad_input_exits_2_with_one_clear_line(tmp_path, args, message):
+    write_history(tmp_path / "hist", STEP)
+    (tmp_path / "empty").mkdir()
+    proc = history(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(message), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_without_the_extra_the_command_says_what_to_install(tmp_path):
+    write_history(tmp_path / "hist", STEP)
+    blocker = tmp_path / "block"
+    (blocker / "ruptures").mkdir(parents=True)
+    (blocker / "ruptures" / "__init__.py").write_text("raise ImportError('not installed')\n")
+    proc = history("hist", cwd=tmp_path, env={"PYTHONPATH": str(blocker)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ('error: change-point detection needs ruptures: '
+                                   'pip install "pytest-goodput[history]"')
