@@ -73,11 +73,14 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     return code, out, err
 
 
-def row(out: str, start: str) -> list[str]:
-    """The cells of the table row beginning with ``start`` (split on runs of 2+ spaces)."""
+def row(out: str, start: str, after: str = "") -> list[str]:
+    """The cells of the table row beginning with ``start`` (split on runs of 2+ spaces), in
+    the first table after the line holding ``after``."""
     import re
 
-    line = next(ln for ln in out.splitlines() if ln.startswith(start))
+    lines = out.splitlines()
+    first = next(i for i, ln in enumerate(lines) if after in ln) if after else 0
+    line = next(ln for ln in lines[first:] if ln.startswith(start))
     return re.split(r"\s{2,}", line.strip())
 
 
@@ -119,12 +122,50 @@ def test_single_run_result(tmp_path: Path, capsys) -> None:
 # ------------------------------------------------------------------ comparison
 
 
-def test_same_sweep_against_itself_passes(tmp_path: Path, capsys) -> None:
+EQUAL = "at equal load"
+
+
+def baseline_file(path: Path, runs: list[RunResult], sessions: int) -> Path:
+    """A stored baseline of the sweep, recorded ``sessions`` times (the default is 5)."""
+    from pytest_goodput.judge.evidence import from_sweep_runs
+    from pytest_goodput.schema.baseline import BaselineRun
+    from pytest_goodput.schema.environment import Fingerprint
+    from pytest_goodput.store import baseline as store
+
+    ev = from_sweep_runs(runs)
+    for _ in range(sessions):
+        run = BaselineRun(recorded_at=store.now_iso(), environment=Fingerprint(), samples=ev.latest,
+                          frontier=ev.frontier)
+        store.record(path, nodeid="tests/test_perf.py::test_sweep", spec=ev.spec.model_dump(mode="json"),
+                     spec_hash=ev.spec_hash, run=run, existing=None)
+    return path
+
+
+def test_same_sweep_against_a_default_baseline_passes(tmp_path: Path, capsys) -> None:
+    cur = write_runs(tmp_path / "cur.json", sweep_runs(BASE))
+    base = baseline_file(tmp_path / "base.json", sweep_runs(BASE), sessions=5)
+    code, out, _ = run_cli(capsys, cur, "--baseline", base)
+    assert code == 0
+    assert "at equal load, against 5 baseline session(s) (the verdict):" in out
+    # identical sessions (s = 0, ν = 4) shrink the 1.5 % prior: var = 3·(0.015²·1.2)/7,
+    # h = t(7, 0.99)·√var = 2.998 · 0.01076 = 0.0323 → [e^−h − 1, e^h − 1] = [−3.2 %, +3.3 %]
+    assert row(out, "16 users", EQUAL)[1:4] == ["800", "800", "+0.0% [-3.2%, +3.3%]"]
+    assert row(out, "16 users", EQUAL)[-1] == "✅ pass"
+    assert "verdict: ✅ pass (worst at load" in out
+    # the step lookup is shown, not the verdict
+    assert "step lookup of the frontiers (newest baseline session; shown, not the verdict): " \
+           "worst ratio 1.000" in out
+
+
+def test_one_baseline_session_is_underpowered_and_fails_only_when_strict(tmp_path: Path, capsys) -> None:
+    """One session: the machine prior alone (1.5 %, t with 3 df) cannot resolve 5 %."""
     cur = write_runs(tmp_path / "cur.json", sweep_runs(BASE))
     base = write_runs(tmp_path / "base.json", sweep_runs(BASE))
     code, out, _ = run_cli(capsys, cur, "--baseline", base)
-    assert code == 0
-    assert "verdict: ✅ pass (worst ratio 1.000" in out
+    assert code == 0 and "verdict: 🔍 underpowered" in out
+    assert "could only detect a worse change beyond 9.2%" in out
+    code, out, _ = run_cli(capsys, cur, "--baseline", base, "--strict")
+    assert code == 1 and "verdict: 🔍 underpowered" in out
 
 
 def test_regression_at_high_load_exits_1(tmp_path: Path, capsys) -> None:
@@ -132,32 +173,48 @@ def test_regression_at_high_load_exits_1(tmp_path: Path, capsys) -> None:
     base = session_doc(tmp_path / "base.json", sweep_runs(BASE))
     code, out, _ = run_cli(capsys, cur, "--baseline", base)
     assert code == 1
-    assert row(out, ">= 50")[1:] == ["800 (16 users)", "560 (16 users)", "0.700", "[0.700, 0.700]",
-                                     "❌ regressed"]
-    assert row(out, ">= 20")[1:4] == ["900 (48 users)", "630 (48 users)", "0.700"]
-    assert row(out, ">= 100")[-1] == "✅ pass" and row(out, ">= 80")[-1] == "✅ pass"
-    assert "verdict: ❌ regressed (worst ratio 0.700 at 20 tok/s/user), tolerance 5%" in out
+    # equal load decides: -30 % at 16, 48 and 64 users; 1 and 4 users unchanged
+    assert row(out, "16 users", EQUAL)[1:4] == ["800", "560", "-30.0% [-36.4%, -22.9%]"]
+    assert row(out, "16 users", EQUAL)[-1] == "❌ regressed" and row(out, "64 users", EQUAL)[-1] == "❌ regressed"
+    assert row(out, "1 user ", EQUAL)[-1] != "❌ regressed" and row(out, "4 users", EQUAL)[-1] != "❌ regressed"
+    assert "verdict: ❌ regressed (worst at load 16 (throughput -30.0%) of 5 points" in out
+    assert "3 regressed" in out
+    # the step lookup is still shown
+    assert row(out, ">= 50")[1:] == ["800 (16 users)", "560 (16 users)", "0.700"]
 
 
 def test_tolerance_flag_changes_the_verdict(tmp_path: Path, capsys) -> None:
     cur = write_runs(tmp_path / "cur.json", sweep_runs(SLOWER))
-    base = write_runs(tmp_path / "base.json", sweep_runs(BASE))
+    base = baseline_file(tmp_path / "base.json", sweep_runs(BASE), sessions=5)
     code, out, _ = run_cli(capsys, cur, "--baseline", base, "--tolerance", "0.35")
-    assert code == 0 and "verdict: ✅ pass" in out
+    assert code == 0 and "verdict: ✅ pass" in out and "tolerance 35%" in out
 
 
-def test_baseline_store_file_is_accepted(tmp_path: Path, capsys) -> None:
-    from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
+def test_baseline_store_file_and_directory_are_accepted(tmp_path: Path, capsys) -> None:
+    base = baseline_file(tmp_path / "dir" / "base.json", sweep_runs(BASE), sessions=2)
+    cur = write_runs(tmp_path / "cur.json", sweep_runs(SLOWER))
+    for where in (base, base.parent):
+        code, out, _ = run_cli(capsys, cur, "--baseline", where)
+        assert code == 1 and "against baseline tests/test_perf.py::test_sweep" in out
+        assert "against 2 baseline session(s)" in out
 
-    front = pareto_frontier([point_from_result(r) for r in sweep_runs(BASE)])
-    doc = {"kind": "pytest-goodput-baseline", "schema_version": 1, "nodeid": "t::sweep",
-           "spec": {}, "spec_hash": "x",
-           "runs": [{"frontier": [p.model_dump(mode="json") for p in front]}]}
-    base = tmp_path / "base.json"
-    base.write_text(json.dumps(doc))
-    code, out, _ = run_cli(capsys, write_runs(tmp_path / "cur.json", sweep_runs(SLOWER)),
-                           "--baseline", base)
-    assert code == 1 and "against baseline t::sweep" in out
+
+def test_another_sweep_is_incomparable_not_judged(tmp_path: Path, capsys) -> None:
+    """A baseline of other loads is a different spec: the gate does not compare it."""
+    other = {c: v for c, v in BASE.items() if c != 64}
+    base = baseline_file(tmp_path / "base.json", sweep_runs(other), sessions=5)
+    cur = write_runs(tmp_path / "cur.json", sweep_runs(SLOWER))
+    code, out, _ = run_cli(capsys, cur, "--baseline", base)
+    assert code == 0 and "incomparable: the scenario spec changed" in out
+    code, _, _ = run_cli(capsys, cur, "--baseline", base, "--strict")
+    assert code == 1
+
+
+def test_comparison_needs_the_runs(tmp_path: Path, capsys) -> None:
+    cur = write_runs(tmp_path / "cur.json", sweep_runs(SLOWER))
+    base = session_doc(tmp_path / "s.json", sweep_runs(BASE), keep_runs=False)
+    code, _, err = run_cli(capsys, cur, "--baseline", base)
+    assert code == 2 and "has frontier points but no per-request runs" in err
 
 
 # ------------------------------------------------------------------ plots

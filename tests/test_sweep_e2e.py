@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_goodput.judge import Policy, from_measurement, judge
 from pytest_goodput.judge.frontier import compare_frontiers
 from pytest_goodput.judge.frontier_noise import (
     noise_by_load,
@@ -23,6 +24,7 @@ from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.spec import ScenarioSpec
 
 pytestmark = pytest.mark.slow
@@ -101,15 +103,26 @@ def test_sweep_yields_a_frontier_with_a_knee(baseline: Measurement) -> None:
     assert len(pareto_frontier(list(pts.values()))) >= 3
 
 
-@pytest.mark.xfail(strict=False, reason="the step-lookup comparison (now reported, no longer the "
-                   "gate's verdict) reads the half-KV drop as inconclusive since the closed-loop "
-                   "window became the steady state (open follow-up of the judge issue)")
+def gate(base: Measurement, cur: Measurement) -> TestOutcome:
+    """The gate's outcome for the sweep: the one ``judge`` the plugin and the CLI call."""
+    return judge("test_perf.py::test_sweep", from_measurement(cur), from_measurement(base), Policy())
+
+
+def by_load(outcome: TestOutcome) -> dict[float, str]:
+    assert outcome.frontier is not None
+    return {p["load"]: p["verdict"] for p in outcome.frontier["comparison"]["by_load"]}
+
+
 def test_half_kv_regresses_at_high_concurrency(baseline: Measurement, half_kv: Measurement) -> None:
-    cmp = compare(baseline, half_kv)
-    assert cmp.verdict == "regressed"
-    high = [r for r in cmp.points if r.baseline.load in HIGH]
-    assert high and all(r.verdict == "regressed" for r in high), verdicts(cmp)
-    assert all(0.6 < r.ratio < 0.9 for r in high), [r.ratio for r in high]
+    """Judged at equal load (the gate's rule): the KV-bound points lose about a quarter."""
+    outcome = gate(baseline, half_kv)
+    front = {c.metric: c for c in outcome.comparisons}["frontier_throughput"]
+    assert front.verdict == "regressed" and outcome.regressed, front.note
+    verdicts_ = by_load(outcome)
+    assert all(verdicts_[load] == "regressed" for load in HIGH), verdicts_
+    assert all(verdicts_[load] != "regressed" for load in LOW), verdicts_
+    changes = {p["load"]: p["throughput"]["change"] for p in outcome.frontier["comparison"]["by_load"]}
+    assert all(-0.4 < changes[load] < -0.1 for load in HIGH), changes
 
 
 def test_half_kv_leaves_low_concurrency_points_alone(
@@ -139,9 +152,6 @@ def test_sweep_against_its_own_baseline_does_not_regress(baseline: Measurement, 
     assert not [r for r in cmp.points if r.verdict == "regressed"]
 
 
-@pytest.mark.xfail(strict=False, reason="the step-lookup comparison (now reported, no longer the "
-                   "gate's verdict) reads the half-KV drop as inconclusive since the closed-loop "
-                   "window became the steady state (open follow-up of the judge issue)")
 def test_frontier_command_on_the_sweep_files(
     baseline: Measurement, half_kv: Measurement, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -155,4 +165,11 @@ def test_frontier_command_on_the_sweep_files(
     base, cur = write(baseline, "base.json"), write(half_kv, "cur.json")
     assert main(["frontier", cur, "--baseline", base]) == 1
     out = capsys.readouterr().out
-    assert "16 users" in out and "32 users" in out and "❌ regressed" in out
+    table = out[out.index("at equal load"):out.index("step lookup")]
+    rows = {ln.split("  ")[0]: ln for ln in table.splitlines() if " user" in ln}
+    assert all("❌ regressed" in rows[f"{load:g} users"] for load in HIGH), table
+    assert not any("regressed" in rows[k] for k in ("1 user", "4 users")), table
+    assert "verdict: ❌ regressed" in out
+    # the command's verdicts are the gate's
+    assert all(v in rows[f"{load:g} {'user' if load == 1 else 'users'}"]
+               for load, v in by_load(gate(baseline, half_kv)).items())

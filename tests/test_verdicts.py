@@ -369,7 +369,30 @@ def test_paired_goodput_counts_the_same_requests() -> None:
 
 
 def test_paired_falls_back_when_runs_differ_in_size() -> None:
+    """Fewer than half the requests in common: the unpaired intervals decide."""
     rng = np.random.default_rng(43)
-    base, cur = [_run(rng, n=300)], [_run(rng, n=280)]
+    base, cur = [_run(rng, n=300)], [_run(rng, n=140)]
     c = compare_metric(DEFAULT_METRICS["metrics.tpot_ms.p99"], base, cur, paired=True)
     assert c.method.startswith("order-statistic")
+
+
+def test_runs_bounded_by_duration_are_paired_on_the_requests_they_share() -> None:
+    """One schedule, one run measured 280 requests and the other 300 (a duration bound):
+    request i is the same request in both, so the first 280 pair. The workload's spread
+    (token counts of 16..112) cancels; unpaired, it swamps a 20 % throughput drop."""
+    rng = np.random.default_rng(5)
+    n = 300
+    tokens = [int(t) for t in rng.integers(16, 113, size=n)]
+    base = Samples(window_s=30.0, ok=[True] * n, ttft_ms=[50.0] * n, tpot_ms=[15.0] * n,
+                   e2e_ms=[1000.0] * n, output_tokens=tokens, prompt_tokens=[128] * n)
+    m = 280  # the slower run measured fewer requests in its window: 20 % fewer tokens/s
+    cur = Samples(window_s=30.0 * m / n / 0.8, ok=[True] * m, ttft_ms=[50.0] * m,
+                  tpot_ms=[15.0] * m, e2e_ms=[1000.0] * m, output_tokens=tokens[:m],
+                  prompt_tokens=[128] * m)
+    defn = DEFAULT_METRICS["throughput.output_tokens_per_s"]
+    paired = compare_metric(defn, [base], [cur], paired=True)
+    unpaired = compare_metric(defn, [base], [cur], paired=False)
+    assert paired.method.startswith("paired bootstrap (first 280 requests)")
+    assert paired.change == pytest.approx(sum(tokens[:m]) / sum(tokens) * n / m * 0.8 - 1)
+    assert paired.verdict == "regressed"
+    assert unpaired.interval[1] - unpaired.interval[0] > paired.interval[1] - paired.interval[0]

@@ -1,17 +1,19 @@
 """``python -m pytest_goodput frontier RESULTS [--baseline BASE] [--plot out.svg]``.
 
 Reads sweep results, prints each sweep's points and Pareto frontier, optionally judges it
-against a baseline (exit 1 when a frontier regressed) and draws it. Accepted files:
+against a baseline and draws it. Accepted files (RESULTS and BASE alike):
 
 - the ``--goodput-json`` session document (``{"schema_version": 1, "tests": [...]}``):
   every test that produced a frontier or ran a sweep;
 - ``python -m pytest_goodput run --json`` output: one run result or a list of them, each
-  a sweep point;
-- (as ``--baseline``) a stored baseline file of a sweep test: its recorded frontier.
+  a sweep point, in the sweep's order;
+- a stored baseline file of a sweep test, or a directory of baselines.
 
-Points are recomputed from the runs when the file has them, so the percentile and GPU
-count are each run's own ``frontier_percentile`` and ``gpus``; noise for the comparison is
-each run's bootstrap throughput interval (request-to-request noise only).
+The comparison is the gate's own: :func:`~pytest_goodput.judge.judge` with the same
+policy, so each point is judged at equal load against every baseline session (the scalar
+rule), and the step lookup of the two frontiers is shown but does not decide. Exit status
+as the gate decides (:func:`~pytest_goodput.judge.fails`): 1 on a regression (or, with
+``--strict``, an inconclusive, underpowered or incomparable verdict), else 0.
 """
 
 from __future__ import annotations
@@ -26,31 +28,34 @@ from typing import Any, Optional
 from pydantic import ValidationError
 from tabulate import tabulate
 
-from pytest_goodput.judge.frontier import compare_frontiers
-from pytest_goodput.judge.frontier_noise import (
-    noise_by_load,
-    relative_half_width,
-    throughput_interval,
-)
+from pytest_goodput.judge.evidence import from_sweep_runs
+from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.measure.frontier import (
     max_throughput_under_slo,
     pareto_frontier,
     point_from_result,
 )
 from pytest_goodput.report import plot
-from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint, NoiseFn
-from pytest_goodput.schema.outcome import VERDICT_SYMBOL
+from pytest_goodput.schema.evidence import Evidence
+from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
 from pytest_goodput.schema.results import RunResult
+from pytest_goodput.store.readers import load_evidence
 
 
 @dataclass
 class Sweep:
-    """One sweep's points; ``runs`` is empty when only stored points are known."""
+    """One sweep's points and, when its per-request runs are known, the judge's evidence.
+
+    ``runs`` is set when the sweep was read from bare run results (``run --json``): its spec
+    is then rebuilt from the points, and rebuilt again like the other side's when compared.
+    """
 
     name: str
     points: list[FrontierPoint]
-    runs: list[RunResult] = field(default_factory=list)
     percentile: float = 50.0
+    evidence: Optional[Evidence] = None
+    runs: list[RunResult] = field(default_factory=list)
 
     @property
     def frontier(self) -> list[FrontierPoint]:
@@ -80,25 +85,41 @@ def _points(path: Path, items: list[Any], where: str) -> list[FrontierPoint]:
         raise _invalid(path, where, err) from None
 
 
-def sweep_from_runs(name: str, runs: list[RunResult]) -> Sweep:
-    points = [point_from_result(r, r.spec.frontier_percentile, r.spec.gpus) for r in runs]
-    pct = runs[0].spec.frontier_percentile if runs else 50.0
-    return Sweep(name=name, points=points, runs=runs, percentile=pct)
+def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Evidence] = None) -> Sweep:
+    """A sweep read from bare run results, one per point (``read``: what else the file said)."""
+    ev = from_sweep_runs(runs, read.env if read is not None else None)
+    points = [point_from_result(r, ev.spec.frontier_percentile, ev.spec.gpus) for r in runs]
+    return Sweep(name=name, points=points, percentile=ev.spec.frontier_percentile, evidence=ev,
+                 runs=runs)
+
+
+def _from_evidence(path: Path, name: str, ev: Evidence) -> Sweep:
+    """A sweep test as the judge reads it: its newest session's points (or frontier)."""
+    if ev.spec.scenario != "sweep" and ev.results:  # a session document without the test's spec
+        return sweep_from_runs(name, ev.results, ev)
+    pct = ev.spec.frontier_percentile
+    if ev.results:
+        points = [point_from_result(r, pct, ev.spec.gpus) for r in ev.results]
+    else:
+        points = _points(path, ev.points or ev.frontier or [], f"{name} frontier")
+    return Sweep(name=name, points=points, percentile=pct, evidence=ev if ev.samples else None)
 
 
 def _session_sweeps(path: Path, doc: dict[str, Any]) -> list[Sweep]:
-    sweeps = []
+    found: list[tuple[str, int, Any]] = []
     for i, test in enumerate(doc.get("tests") or []):
         if not isinstance(test, dict):
             raise ValueError(f"{path}: tests[{i}] is not an object")
         outcome = test.get("outcome") or {}
-        name = str(outcome.get("nodeid") or f"tests[{i}]")
+        if outcome.get("frontier") or outcome.get("scenario") == "sweep":
+            _runs(path, test.get("runs") or [], f"tests[{i}].runs")  # names a damaged run
+            found.append((str(outcome.get("nodeid") or f"tests[{i}]"), i, outcome))
+    evidence = load_evidence(path) if found else {}
+    sweeps = []
+    for name, i, outcome in found:
         front = outcome.get("frontier")
-        if not front and outcome.get("scenario") != "sweep":
-            continue
-        runs = _runs(path, test.get("runs") or [], f"tests[{i}].runs")
-        if runs:
-            sweeps.append(sweep_from_runs(name, runs))
+        if name in evidence:
+            sweeps.append(_from_evidence(path, name, evidence[name]))
         elif isinstance(front, dict) and front.get("points"):
             pts = _points(path, front["points"], f"tests[{i}].outcome.frontier.points")
             pct = float((outcome.get("spec") or {}).get("frontier_percentile") or 50.0)
@@ -106,8 +127,7 @@ def _session_sweeps(path: Path, doc: dict[str, Any]) -> list[Sweep]:
     return sweeps
 
 
-def load_sweeps(path: Path) -> list[Sweep]:
-    """Every sweep in a results (or baseline) file; ValueError naming the file otherwise."""
+def _read(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -115,55 +135,49 @@ def load_sweeps(path: Path) -> list[Sweep]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}), not a results file") from None
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not a JSON results file ({exc.msg} at line {exc.lineno})") from None
-    if isinstance(doc, list):
-        sweeps = [sweep_from_runs(path.name, _runs(path, doc, "item"))] if doc else []
-    elif isinstance(doc, dict) and isinstance(doc.get("tests"), list):
-        sweeps = _session_sweeps(path, doc)
-    elif isinstance(doc, dict) and doc.get("kind") == "pytest-goodput-baseline":
-        runs_ = doc.get("runs") or []
-        latest = runs_[-1].get("frontier") if runs_ and isinstance(runs_[-1], dict) else None
-        pct = float((doc.get("spec") or {}).get("frontier_percentile") or 50.0)
-        name = str(doc.get("nodeid") or path.name)
-        sweeps = [Sweep(name, _points(path, latest, "frontier"), percentile=pct)] if latest else []
-    elif isinstance(doc, dict) and "spec" in doc and "window" in doc:
-        sweeps = [sweep_from_runs(path.name, _runs(path, [doc], "result"))]
+
+
+def load_sweeps(path: Path) -> list[Sweep]:
+    """Every sweep in a results or baseline file (or directory); ValueError naming it otherwise."""
+    if path.is_dir():
+        sweeps = [_from_evidence(path, name, ev) for name, ev in sorted(load_evidence(path).items())
+                  if ev.spec.scenario == "sweep"]
     else:
-        raise ValueError(
-            f"{path} is neither a --goodput-json session document, `run --json` results, "
-            "nor a baseline file"
-        )
+        doc = _read(path)
+        if isinstance(doc, list):
+            sweeps = [sweep_from_runs(path.name, _runs(path, doc, "item"))] if doc else []
+        elif isinstance(doc, dict) and isinstance(doc.get("tests"), list):
+            sweeps = _session_sweeps(path, doc)
+        elif isinstance(doc, dict) and doc.get("kind") == "pytest-goodput-baseline":
+            sweeps = [_from_evidence(path, name, ev) for name, ev in load_evidence(path).items()
+                      if ev.spec.scenario == "sweep"]
+        elif isinstance(doc, dict) and "spec" in doc and "window" in doc:
+            sweeps = [sweep_from_runs(path.name, _runs(path, [doc], "result"))]
+        else:
+            raise ValueError(
+                f"{path} is neither a --goodput-json session document, `run --json` results, "
+                "nor a baseline file"
+            )
     if not sweeps:
         raise ValueError(f"{path} holds no sweep results (no test with a frontier, no runs)")
     return sweeps
-
-
-def run_noise(sweep: Sweep) -> dict[tuple[str, float], float]:
-    """Relative half-width of each run's throughput (bootstrap over its requests)."""
-    table: dict[tuple[str, float], float] = {}
-    for run, p in zip(sweep.runs, sweep.points):
-        h = relative_half_width(throughput_interval(run, gpus=run.spec.gpus), p.throughput)
-        if h is not None:
-            table[(p.load_kind, p.load)] = h
-    return table
-
-
-def comparison_noise(baseline: Sweep, current: Sweep) -> Optional[NoiseFn]:
-    if not baseline.runs and not current.runs:
-        return None
-    return noise_by_load(run_noise(baseline), run_noise(current))
 
 
 def _num(v: Optional[float], digits: int = 4) -> str:
     return "-" if v is None else f"{v:.{digits}g}"
 
 
+def _load_label(load: float, kind: str) -> str:
+    if kind == "rate":
+        return f"{load:g} req/s"
+    return f"{load:g} {'user' if load == 1 else 'users'}"
+
+
 def _load(p: FrontierPoint) -> str:
-    if p.load_kind == "rate":
-        return f"{p.load:g} req/s"
-    return f"{p.load:g} {'user' if p.load == 1 else 'users'}"
+    return _load_label(p.load, p.load_kind)
 
 
 def render_sweep(sweep: Sweep) -> str:
@@ -189,23 +203,68 @@ def render_sweep(sweep: Sweep) -> str:
     return "\n".join(lines)
 
 
-def render_comparison(cmp: FrontierComparison) -> str:
+def render_step_lookup(cmp: FrontierComparison) -> str:
+    """The step lookup of the two frontiers (docs/frontiers.md): shown, not the verdict."""
     rows = []
     for r in cmp.points:
         cur = "none as interactive" if r.current is None else (
             f"{_num(r.current.throughput)} ({_load(r.current)})")
         rows.append([f">= {_num(r.interactivity)}",
                      f"{_num(r.baseline.throughput)} ({_load(r.baseline)})", cur,
-                     f"{r.ratio:.3f}", f"[{r.interval[0]:.3f}, {r.interval[1]:.3f}]",
-                     f"{VERDICT_SYMBOL.get(r.verdict, '')} {r.verdict}"])
-    head = ["interactivity tok/s/user", "baseline tok/s", "current tok/s", "ratio",
-            "interval", "verdict"]
-    lines = [tabulate(rows, head, disable_numparse=True)]
+                     f"{r.ratio:.3f}"])
+    head = ["interactivity tok/s/user", "baseline tok/s", "current tok/s", "ratio"]
     worst = cmp.worst
     tail = "" if worst is None else (
-        f" (worst ratio {worst.ratio:.3f} at {_num(worst.interactivity)} tok/s/user)")
-    lines.append(f"verdict: {VERDICT_SYMBOL.get(cmp.verdict, '')} {cmp.verdict}{tail}, "
-                 f"tolerance {cmp.tolerance:.0%}")
+        f": worst ratio {worst.ratio:.3f} at {_num(worst.interactivity)} tok/s/user")
+    return "\n".join([f"step lookup of the frontiers (newest baseline session; shown, not the "
+                      f"verdict){tail}", tabulate(rows, head, disable_numparse=True)])
+
+
+def _change(c: Optional[dict[str, Any]]) -> str:
+    if not c or c.get("change") is None:
+        return "-"
+    lo, hi = c.get("interval") or (None, None)
+    span = "" if lo is None else f" [{lo:+.1%}, {hi:+.1%}]"
+    return f"{round(c['change'], 6) + 0.0:+.1%}{span}"  # no "-0.0%" from rounding noise
+
+
+def render_by_load(by_load: list[dict[str, Any]], sweep_over: str, sessions: int,
+                   percentile: float) -> str:
+    """The gate's comparison: every point against the same load in every baseline session."""
+    rows = []
+    for p in by_load:
+        thr, tpot = p["throughput"], p.get("tpot")
+        rows.append([_load_label(p["load"], sweep_over), _num(thr.get("baseline")), _num(thr.get("current")),
+                     _change(thr), _change(tpot),
+                     f"{VERDICT_SYMBOL.get(p['verdict'], '')} {p['verdict']}"])
+    head = ["load", "baseline tok/s", "current tok/s", "throughput change",
+            f"TPOT P{percentile:g} change", "verdict"]
+    return "\n".join([f"at equal load, against {sessions} baseline session(s) (the verdict):",
+                      tabulate(rows, head, disable_numparse=True)])
+
+
+def render_outcome(outcome: TestOutcome, sessions: int) -> str:
+    """What the gate would say about this sweep: the frontier verdict, then every other check."""
+    if outcome.baseline_status == "incomparable":
+        return f"baseline: {VERDICT_SYMBOL.get('incomparable', '')} incomparable: " + "; ".join(
+            outcome.incomparable_reasons)
+    lines = []
+    frontier = (outcome.frontier or {}).get("comparison") or {}
+    if frontier.get("by_load") is not None:
+        lines.append(render_by_load(frontier["by_load"], outcome.spec.get("sweep_over", "concurrency"),
+                                    sessions, float(outcome.spec.get("frontier_percentile") or 50)))
+    if frontier.get("points"):
+        step = {k: v for k, v in frontier.items() if k != "by_load"}
+        lines.append("\n" + render_step_lookup(FrontierComparison.model_validate(step)))
+    by_metric: dict[str, MetricComparison] = {c.metric: c for c in outcome.comparisons}
+    front = by_metric.pop("frontier_throughput", None)
+    if front is not None:
+        lines.append(f"\nverdict: {VERDICT_SYMBOL.get(front.verdict, '')} {front.verdict} "
+                     f"({front.note}), tolerance {front.tolerance:.0%}")
+    for c in by_metric.values():
+        change = "" if c.change is None else (
+            f" {c.change * 100:+.2f} pp" if c.scale == "absolute" else f" {c.change:+.1%}")
+        lines.append(f"{c.metric}: {VERDICT_SYMBOL.get(c.verdict, '')} {c.verdict}{change}")
     return "\n".join(lines)
 
 
@@ -221,18 +280,35 @@ def _plot_path(base: Path, index: int, count: int) -> Path:
     return base if count == 1 else base.with_name(f"{base.stem}-{index + 1}{base.suffix}")
 
 
-def cmd_frontier(ns: argparse.Namespace) -> int:
-    """Print, compare and draw; 1 when any frontier regressed against its baseline."""
+def judge_sweep(cur: Sweep, base: Sweep, policy: Policy, where: str) -> TestOutcome:
+    """The gate's verdict on ``cur`` against ``base``: one :func:`judge`, as the plugin calls it.
 
-    tolerance = 0.05 if ns.tolerance is None else float(ns.tolerance)
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"--tolerance must be a fraction in [0, 1), got {tolerance}")
+    A side read from bare run results takes the other side's sweep spec for the fields its
+    points overwrote, so that the spec-hash check compares what was really run.
+    """
+    if cur.evidence is None or base.evidence is None:
+        which = cur.name if cur.evidence is None else f"{base.name} in {where}"
+        raise ValueError(f"{which} has frontier points but no per-request runs: the comparison "
+                         "judges each load from its requests (--goodput-json keeps them)")
+    cur_ev, base_ev = cur.evidence, base.evidence
+    if cur.runs and not base.runs:
+        cur_ev = from_sweep_runs(cur.runs, cur_ev.env, like=base_ev.spec)
+    elif base.runs and not cur.runs:
+        base_ev = from_sweep_runs(base.runs, base_ev.env, like=cur_ev.spec)
+    return judge(cur.name, cur_ev, base_ev, policy)
+
+
+def cmd_frontier(ns: argparse.Namespace) -> int:
+    """Print, compare and draw; 1 when the gate would fail a sweep against its baseline."""
+    if ns.tolerance is not None and not 0 <= ns.tolerance < 1:
+        raise ValueError(f"--tolerance must be a fraction in [0, 1), got {ns.tolerance}")
     if ns.plot and Path(ns.plot).suffix.lower() not in plot.FORMATS:
         raise ValueError(f"--plot must end in {' or '.join(plot.FORMATS)}, got {ns.plot!r}")
+    policy = Policy(compare=True, strict=bool(getattr(ns, "strict", False)), tolerance=ns.tolerance)
     current = load_sweeps(Path(ns.results))
     baseline = load_sweeps(Path(ns.baseline)) if ns.baseline else []
     pairs = _pair(current, baseline) if ns.baseline else [(c, None) for c in current]
-    regressed = False
+    failed = False
     for i, (cur, base) in enumerate(pairs):
         if i:
             print()
@@ -240,10 +316,11 @@ def cmd_frontier(ns: argparse.Namespace) -> int:
         if ns.baseline and base is None:
             print(f"baseline: {VERDICT_SYMBOL['new']} new (no sweep named {cur.name} in {ns.baseline})")
         if base is not None:
-            cmp = compare_frontiers(base.points, cur.points, tolerance, comparison_noise(base, cur))
+            outcome = judge_sweep(cur, base, policy, ns.baseline)
+            sessions = len(base.evidence.history) if base.evidence is not None else 0
             print(f"\nagainst baseline {base.name}:")
-            print(render_comparison(cmp))
-            regressed = regressed or cmp.verdict == "regressed"
+            print(render_outcome(outcome, sessions))
+            failed = failed or fails(outcome, policy)
         if ns.plot:
             out = _plot_path(Path(ns.plot), i, len(pairs))
             try:
@@ -254,4 +331,4 @@ def cmd_frontier(ns: argparse.Namespace) -> int:
                 print(f"notice: {exc}; no plot written", file=sys.stderr)
             else:
                 print(f"plot written to {out}")
-    return 1 if regressed else 0
+    return 1 if failed else 0

@@ -142,6 +142,36 @@ def baseline_value(sessions: Sessions, path: str) -> Optional[float]:
     return _geomean([group_value(s, path) for s in sessions])
 
 
+#: Runs of one schedule that measured different numbers of requests (bounded by duration) are
+#: paired on the requests they have in common when those are at least this share of the
+#: longest run; fewer, and the unpaired intervals decide.
+PREFIX_SHARE = 0.5
+
+
+def common_prefix(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]
+                  ) -> Optional[tuple[list[Samples], list[Samples]]]:
+    """Every run cut to the first m requests all of them measured, or None (see PREFIX_SHARE).
+
+    Runs of one spec replay one schedule, so request i is the same request in each; a run
+    bounded by duration just measured more or fewer of them. A rate's window is cut in
+    proportion (m/n of it), so the cut run estimates the same rate from its first m requests.
+    """
+    sizes = [len(s.ok) for s in (*baseline_runs, *current_runs)]
+    if not sizes or min(sizes) == 0 or min(sizes) < PREFIX_SHARE * max(sizes):
+        return None
+    m = min(sizes)
+
+    def cut(s: Samples) -> Samples:
+        n = len(s.ok)
+        return s.model_copy(update={
+            "window_s": s.window_s * m / n, "ok": s.ok[:m],
+            "good": s.good[:m] if s.good is not None else None, "ttft_ms": s.ttft_ms[:m],
+            "tpot_ms": s.tpot_ms[:m], "e2e_ms": s.e2e_ms[:m], "output_tokens": s.output_tokens[:m],
+            "prompt_tokens": s.prompt_tokens[:m]})
+
+    return [cut(s) for s in baseline_runs], [cut(s) for s in current_runs]
+
+
 def pairable(baseline_runs: Sequence[Samples], current_runs: Sequence[Samples]) -> bool:
     """Whether request i of every run can stand next to request i of the others.
 

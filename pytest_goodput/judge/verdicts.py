@@ -30,6 +30,7 @@ from pytest_goodput.judge.values import (
     Sessions,
     as_sessions,
     baseline_value,
+    common_prefix,
     group_value,
     metric_value,
     pairable,
@@ -198,12 +199,15 @@ def compare_metric(
                        note="current value is 0: judged by direction only")
     change = c_val - b_val if scale == "absolute" else c_val / b_val - 1.0
     d = change if scale != "log" else math.log(c_val / b_val)
-    halves = None
+    halves, method = None, "paired bootstrap"
     if paired and pairable(base_runs, current_runs):
         halves = paired_half_widths(kind, pct, path, base_runs, current_runs, d, b_val,
                                     confidence, seed)
+    elif paired:
+        halves, method = _prefix_half_widths(kind, pct, path, scale, base_runs, current_runs,
+                                             confidence, seed)
     if halves is not None:
-        a_lo, a_hi, method = halves[0], halves[1], "paired bootstrap"
+        a_lo, a_hi = halves
     else:
         base_s, cur_s = pooled(base_runs), pooled(current_runs)
         assert base_s is not None and cur_s is not None
@@ -219,6 +223,34 @@ def compare_metric(
                 spread=(s, nu), sessions=len(sessions), confidence=confidence,
                 prior_runs=prior_runs, significance=significance, method=method, note=note,
                 can_be_underpowered=path != "error_rate")
+
+
+def _prefix_half_widths(kind: Kind, pct: Optional[float], path: str, scale: str,
+                        base_runs: Sequence[Samples], current_runs: Sequence[Samples],
+                        confidence: float, seed: int) -> tuple[Optional[tuple[float, float]], str]:
+    """Paired half-widths from the requests every run measured (runs bounded by duration).
+
+    The half-widths are taken around the cut runs' own contrast, then applied to the full
+    runs' change: the workload's request-to-request variation still cancels between the
+    sides, which the unpaired intervals cannot see (they treat one schedule as two draws).
+    """
+    cut = common_prefix(base_runs, current_runs)
+    if cut is None:
+        return None, "paired bootstrap"
+    tb, tc = cut
+    bv, cv = group_value(tb, path), group_value(tc, path)
+    if bv is None or cv is None or not (math.isfinite(bv) and math.isfinite(cv)):
+        return None, "paired bootstrap"
+    if scale == "absolute":
+        d = cv - bv
+    elif scale == "relative":
+        d = cv / bv - 1.0 if bv > 0 else math.nan
+    else:
+        d = math.log(cv / bv) if bv > 0 and cv > 0 else math.nan
+    if not math.isfinite(d):
+        return None, "paired bootstrap"
+    halves = paired_half_widths(kind, pct, path, tb, tc, d, bv, confidence, seed)
+    return halves, f"paired bootstrap (first {len(tb[0].ok)} requests)"
 
 
 def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, scale: str,
