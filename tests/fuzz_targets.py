@@ -24,6 +24,7 @@ from pytest_goodput.measure.record import to_record
 from pytest_goodput.measure.sse import SSELimitError, SSEParser
 from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
 from pytest_goodput.store.baseline import BaselineError, load
+from pytest_goodput.store.readers import load_evidence
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_BASELINE = ROOT / "example_suite" / "baselines" / "test_serving" / "test_server_goodput.json"
@@ -139,15 +140,21 @@ _REFERENCE = None
 
 
 def check_baseline(raw: bytes) -> None:
-    """Loading is a baseline or a ``BaselineError``; a loaded one compares without crashing."""
+    """The gate's path: loading is a baseline or a ``BaselineError``, and a loaded one is
+    judged (as gating does, with the test's spec) without crashing. The ``compare`` path:
+    evidence or a ``ValueError`` naming the file (exit 2)."""
     global _REFERENCE
     path = _BASELINE_DIR / "b.json"
     path.write_bytes(raw)
     try:
+        load_evidence(path)
+    except ValueError:
+        pass
+    try:
         doc = load(path, SEED["nodeid"])
     except BaselineError:
         return
-    if doc is None:
+    if doc is None or not doc.runs:
         return
     if _REFERENCE is None:
         seed_path = _BASELINE_DIR / "seed.json"
@@ -155,7 +162,7 @@ def check_baseline(raw: bytes) -> None:
         reference = load(seed_path)
         assert reference is not None
         _REFERENCE = from_baseline(reference)
-    judge(SEED["nodeid"], _REFERENCE, from_baseline(doc), Policy(compare=True))
+    judge(SEED["nodeid"], _REFERENCE, from_baseline(doc, _REFERENCE.spec), Policy(compare=True))
 
 
 # --- 3. SSE byte streams -------------------------------------------------------------------
@@ -258,7 +265,7 @@ class Target:
 
 TARGETS = (
     Target("spec", spec_args, check_spec, "SpecError"),
-    Target("baseline", baseline_files(), check_baseline, "BaselineError"),
+    Target("baseline", baseline_files(), check_baseline, "BaselineError; ValueError (compare)"),
     Target("sse", sse_input, check_sse, "SSELimitError"),
     Target("record", exchanges(), check_record, "none (failures are records)"),
 )

@@ -28,7 +28,7 @@ MAX_READY_TIMEOUT_S = 86400.0
 SIM_READY_TIMEOUT_S = 60.0
 
 
-@dataclass
+@dataclass(repr=False)
 class Engine:
     """A running OpenAI-compatible endpoint; ``close()`` stops what this process started."""
 
@@ -41,6 +41,9 @@ class Engine:
     _handle: Any = None
     _start: Optional[Callable[[], Any]] = None  # starts a fresh process; None: not ours to restart
     kept_logs: list[str] = field(default_factory=list)  # logs close() kept: the engine died
+
+    def __repr__(self) -> str:  # tracebacks show it: never with the URL's credentials
+        return redact(f"<Engine {self.kind} {self.base_url} model={self.model!r}>")
 
     @property
     def can_relaunch(self) -> bool:

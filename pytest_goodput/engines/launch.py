@@ -140,30 +140,71 @@ class LaunchedEngine:
         return f"<LaunchedEngine pid={self.pid} {self.base_url} {state} log={self.log_path}>"
 
 
-def _pump_stdout(src: IO[bytes], log: IO[bytes], found: list[str], event: threading.Event) -> None:
-    """Copy the engine's stdout into the log; remember the first line that is a URL."""
-    try:
-        for raw in iter(src.readline, b""):
-            log.write(raw)
-            log.flush()
-            if not found:
-                m = _URL_LINE.match(raw.decode("utf-8", "replace"))
-                if m:
-                    found.append(m.group(1))
-                    event.set()
-    except (OSError, ValueError):
-        pass
-    finally:
-        event.set()
-        log.close()
+#: Longest piece of an engine's output the log pump reads at once (a line without an end).
+_PUMP_READ = 64 * 1024
 
 
-def _note(log: IO[bytes], text: str) -> None:
-    """Add a launcher line to the engine log (the log may already be closed by the pump)."""
-    try:
-        log.write(f"# {text}\n".encode())
-    except (OSError, ValueError):
-        pass
+class _LogPump:
+    """Copies the engine's stdout and stderr into its log, line by line and redacted.
+
+    Engines print their own arguments and settings at start (an ``--api-key``, an
+    ``HF_TOKEN``); written straight to the file, those would land in a log that CI keeps as
+    an artifact. On stdout the first line that is a URL is remembered (``url_from_stdout``).
+    The log is closed when both streams end.
+    """
+
+    def __init__(self, log: IO[bytes], proc: subprocess.Popen[bytes], look_for_url: bool) -> None:
+        self.log = log
+        self.found: list[str] = []
+        self.got_url, self.done = threading.Event(), threading.Event()
+        self._lock, self._open = threading.Lock(), 2
+        for name, src, look in (("stdout", proc.stdout, look_for_url), ("stderr", proc.stderr, False)):
+            threading.Thread(target=self._copy, args=(src, look), daemon=True,
+                             name=f"engine-{name}-{proc.pid}").start()
+
+    def write(self, text: str) -> None:
+        data = redact(text).encode()
+        with self._lock:
+            try:
+                self.log.write(data)
+            except (OSError, ValueError):  # closed: the engine's streams have ended
+                pass
+
+    def note(self, text: str) -> None:
+        """A launcher line in the engine log (reopened when the engine's streams have ended)."""
+        data = redact(f"# {text}\n").encode()
+        with self._lock:
+            try:
+                if self.log.closed:
+                    with open(self.log.name, "ab") as f:
+                        f.write(data)
+                else:
+                    self.log.write(data)
+            except (OSError, ValueError):
+                pass
+
+    def _copy(self, src: IO[bytes], look: bool) -> None:
+        try:
+            for raw in iter(lambda: src.readline(_PUMP_READ), b""):
+                line = raw.decode("utf-8", "replace")
+                self.write(line)
+                if look and not self.found:
+                    m = _URL_LINE.match(line)
+                    if m:
+                        self.found.append(m.group(1))
+                        self.got_url.set()
+        except (OSError, ValueError):
+            pass
+        finally:
+            with self._lock:
+                self._open -= 1
+                last = self._open == 0
+                if last:
+                    self.log.close()
+            if look or last:
+                self.got_url.set()  # EOF on stdout: no URL is coming
+            if last:
+                self.done.set()
 
 
 def _http_ready(root: str, health_paths: Sequence[str], client: object) -> bool:
@@ -272,8 +313,8 @@ def _launch_once(
     log.write(f"$ {shown}\n".encode())
     try:
         proc = subprocess.Popen(
-            real, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if url_from_stdout else log,
-            stderr=log, cwd=cwd, env=env, start_new_session=True,
+            real, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, env=env, start_new_session=True,
         )
     except OSError as e:
         log.close()
@@ -283,17 +324,12 @@ def _launch_once(
         proc, cmd=real, base_url=url or "", log_path=log_path, port=engine_port,
         watchdog=start_watchdog(proc.pid, grace_s), grace_s=grace_s, log_dir=log_dir,
     )
-    found: list[str] = []
-    got_url = threading.Event()
-    if url_from_stdout:
-        assert proc.stdout is not None
-        threading.Thread(
-            target=_pump_stdout, args=(proc.stdout, log, found, got_url),
-            name=f"engine-stdout-{proc.pid}", daemon=True,
-        ).start()
+    pump = _LogPump(log, proc, url_from_stdout)
+    found, got_url = pump.found, pump.got_url
 
     def fail(reason: str) -> EngineStartError:
         engine.close(grace_s=min(grace_s, 5.0), keep_log=True)
+        pump.done.wait(2.0)  # the engine's last words reach the log before its tail is read
         return EngineStartError(redact(
             f"engine command: {shown}\n{reason}\nlog: {log_path}\n"
             f"--- last {_TAIL_LINES} log lines ---\n{_tail(log_path)}"
@@ -307,12 +343,13 @@ def _launch_once(
             while True:
                 code = proc.poll()
                 if code is not None:
+                    pump.done.wait(2.0)  # its last words (a port clash?) into the log first
                     clash = engine_port is not None and (
                         _CLASH_PATTERNS.search(_tail(log_path, since=since)) is not None
                         or port_in_use(engine_port, host)
                     )
                     if clash and retry_on_clash:
-                        _note(log, f"port {port} was taken; retrying on another port")
+                        pump.note(f"port {port} was taken; retrying on another port")
                         raise _PortClash()
                     if clash:
                         raise fail(f"port {engine_port} is already in use (engine exited with code {code})")
@@ -321,7 +358,7 @@ def _launch_once(
                     url = engine.base_url = normalize_base_url(found[0])
                 if url is not None and _http_ready(url[: -len("/v1")], health_paths, client):
                     if proc.poll() is None:
-                        _note(log, f"ready at {url} after {time.monotonic() - t0:.2f} s")
+                        pump.note(f"ready at {url} after {time.monotonic() - t0:.2f} s")
                         return engine
                     continue  # it died meanwhile: report that
                 now = time.monotonic()
@@ -340,6 +377,3 @@ def _launch_once(
         # EngineStartError, _PortClash, KeyboardInterrupt, pytest's timeouts: never leak it.
         engine.close(grace_s=min(grace_s, 5.0))
         raise
-    finally:
-        if not url_from_stdout:
-            log.close()

@@ -158,7 +158,7 @@ class OpenAIClient:
         self._connect_timeout_error: type[BaseException] = TimeoutError
 
     def __repr__(self) -> str:  # never shows the API key
-        return f"OpenAIClient({self.base_url!r}, model={self.model!r}, api={self.api!r})"
+        return redact(f"OpenAIClient({self.base_url!r}, model={self.model!r}, api={self.api!r})")
 
     @property
     def reuses_connections(self) -> bool:

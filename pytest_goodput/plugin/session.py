@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+import pytest
 
 from pytest_goodput.engines import engine as eng
 from pytest_goodput.cli.history import history_step
 from pytest_goodput.engines.engine import Engine, select
+from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.gating import gate
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.history import default_dir as default_history_dir
@@ -44,10 +48,10 @@ class GoodputSession:
         """The session's engine, started on first use (so ``--co`` starts nothing)."""
         if self._engine is None:
             s = self.settings
-            self._engine = select(
+            self._engine = _started(lambda: select(
                 url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env,
                 ready_timeout_s=s.ready_timeout,
-            )
+            ))
         return self._engine
 
     def start_engine(self, *, serve: Optional[str] = None, url: Optional[str] = None,
@@ -56,11 +60,12 @@ class GoodputSession:
 
         s = self.settings
         if url:
-            e = eng.attach(url, model or s.model, s.api_key_env)
+            e = _started(lambda: eng.attach(url, model or s.model, s.api_key_env))
         elif serve:
-            e = eng.launch(serve, model or s.model, s.api_key_env, ready_timeout_s=s.ready_timeout)
+            e = _started(lambda: eng.launch(serve, model or s.model, s.api_key_env,
+                                            ready_timeout_s=s.ready_timeout))
         else:
-            e = eng.simulator(model, **sim_knobs)
+            e = _started(lambda: eng.simulator(model, **sim_knobs))
         self._extra_engines.append(e)
         return e
 
@@ -150,3 +155,13 @@ class GoodputSession:
             if module in self.collected_modules and nodeid not in self.collected_nodeids:
                 unused.append(path)
         return unused
+
+
+def _started(start: Callable[[], Engine]) -> Engine:
+    """Start an engine; one that cannot start fails the test with its message and log tail,
+    without a traceback (its frames' arguments would show the serve command and environment)."""
+    try:
+        return start()
+    except (EngineStartError, ConnectionError, ValueError) as exc:
+        message = f"pytest-goodput: {redact(str(exc))}"
+    pytest.fail(message, pytrace=False)  # outside the handler: no "during handling of" chain
