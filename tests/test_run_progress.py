@@ -3,7 +3,9 @@ gauges sampled during a run: hand-computed cases, no engine, no clock."""
 
 from __future__ import annotations
 
+import http.server
 import io
+import threading
 from pathlib import Path
 
 import closed_loop_results as clr
@@ -14,7 +16,7 @@ from pytest_goodput.plugin.settings import resolve
 from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run import runner
 from pytest_goodput.run.capacity import Probe, remaining_probes
-from pytest_goodput.run.server import GaugeSampler, from_summary, gauge_stats, server_summary, to_summary
+from pytest_goodput.run.server import GaugeSampler, GaugeScraper, from_summary, gauge_stats, server_summary, to_summary
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import Goodput
 from pytest_goodput.schema.spec import build_spec
@@ -153,3 +155,41 @@ def test_server_summary_of_a_measurement_hand_computed():
     assert server_summary([c]) == {"prefix_cache_hit_rate": 0.25}
     assert server_summary([clr.result(1.0, 3)]) == {}
     assert from_summary({**to_summary(s), "goodput.requests_per_s": 7.0}) == s
+
+
+def test_lean_scrape_picks_gauges_sums_label_sets_and_skips_histograms():
+    body = (b"# HELP vllm:num_requests_waiting waiting\n"
+            b'vllm:num_requests_waiting{model_name="a"} 3.0\n'
+            b'vllm:num_requests_waiting{model_name="b"} 2.0\n'
+            b"vllm:num_requests_running 4\n"
+            b'vllm:num_requests_waiting_bucket{le="1"} 9\n'
+            b"llamacpp:requests_deferred 1\n")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            ok = self.path == "/metrics"
+            self.send_response(200 if ok else 404)
+            self.send_header("Content-Length", str(len(body) if ok else 0))
+            self.end_headers()
+            if ok:
+                self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_port}"
+        scraper = GaugeScraper(url + "/metrics")
+        sample = scraper()
+        assert sample == {"vllm:num_requests_waiting": 5.0, "vllm:num_requests_running": 4.0,
+                          "llamacpp:requests_deferred": 1.0}
+        assert scraper() == sample  # the kept-alive connection serves the next scrape
+        scraper.close()
+        assert GaugeScraper(url + "/nothing")() is None
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert GaugeScraper(url + "/metrics", timeout_s=0.5)() is None  # server gone: no sample

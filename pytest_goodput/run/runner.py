@@ -15,7 +15,7 @@ from pytest_goodput.load.drive import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.capacity import search
-from pytest_goodput.run.server import GaugeSampler
+from pytest_goodput.run.server import GaugeSampler, GaugeScraper
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -30,7 +30,8 @@ def run_once(
     """One run of a single-load spec; the engine's ``/metrics`` are read before, during and after it."""
     metrics_url = engine.base_url.removesuffix("/v1") + "/metrics"
     before = scrape(metrics_url)
-    sampler = GaugeSampler(lambda: scrape(metrics_url)).start() if before is not None else None
+    scraper = GaugeScraper(metrics_url) if before is not None else None
+    sampler = GaugeSampler(scraper).start() if scraper is not None else None
     try:
         result = run_scenario(
             spec,
@@ -41,6 +42,8 @@ def run_once(
         )
     finally:
         during = sampler.stop() if sampler is not None else {}
+        if scraper is not None:
+            scraper.close()
     server = server_metrics(before, scrape(metrics_url))
     if server:
         server.update(during)

@@ -9,15 +9,18 @@ the baseline's ("why" a test regressed), and what a baseline records under ``ser
 
 from __future__ import annotations
 
+import http.client
+import re
 import threading
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Callable, Optional
 
 from pytest_goodput.engines.prometheus import GAUGES, neutral
 from pytest_goodput.schema.results import RunResult
 
-#: Seconds between scrapes during a run: enough samples for a mean, little load on the engine.
-SAMPLE_INTERVAL_S = 0.5
+#: Seconds between scrapes during a run: enough samples for a mean, little load on client and engine.
+SAMPLE_INTERVAL_S = 1.0
 #: Prefix of server numbers in a baseline run's ``summary``.
 PREFIX = "server."
 #: The summary's keys in report order (see ``docs/metrics.md``, "Server metrics").
@@ -27,6 +30,46 @@ SUMMARY_KEYS: tuple[str, ...] = (
 )
 
 Scrape = Callable[[], Optional[Mapping[str, float]]]
+
+#: One gauge sample line of any engine's series: ``name{labels} value``.
+_GAUGE_LINE = re.compile(
+    r"^(" + "|".join(re.escape(n) for names in GAUGES.values() for n in names) + r")(?:\{[^}]*\})?"
+    r"[ \t]+([-+0-9.eEinfINFaN]+)", re.M)
+
+
+class GaugeScraper:
+    """A lean scrape for the sampler: one kept-alive connection, and a regular expression
+    that picks only the gauge lines out of the text (a vLLM ``/metrics`` has thousands of
+    histogram lines; parsing them all in the client's process would hold the GIL and delay
+    the client's event loop). Values of one series are summed over label sets, as
+    :func:`~pytest_goodput.engines.prometheus.parse` does."""
+
+    def __init__(self, metrics_url: str, timeout_s: float = 2.0) -> None:
+        u = urllib.parse.urlsplit(metrics_url)
+        self._path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        self._conn = cls(u.hostname or "127.0.0.1", u.port, timeout=timeout_s)
+
+    def __call__(self) -> Optional[dict[str, float]]:
+        try:
+            self._conn.request("GET", self._path)
+            resp = self._conn.getresponse()
+            body = resp.read()
+        except (OSError, http.client.HTTPException):
+            self._conn.close()
+            return None
+        if resp.status != 200:
+            return None
+        out: dict[str, float] = {}
+        for name, value in _GAUGE_LINE.findall(body.decode("utf-8", "replace")):
+            try:
+                out[name] = out.get(name, 0.0) + float(value)
+            except ValueError:
+                continue
+        return out
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 class GaugeSampler:
