@@ -4,7 +4,7 @@ For the secret-planting test (``test_secrets.py``): a server that reflects the r
 ``Authorization`` header, its own ``--api-key`` and its ``HF_TOKEN`` back to the client — in
 streamed content, in a 200 body that is not SSE, and in a 401 body. ``--mode ok`` only
 streams (every request succeeds, so baselines get written); ``--mode mixed`` cycles through
-the three answers. Prints its URL, then serves at most ``--max-requests`` requests or
+the three answers; ``--die-after N`` crashes after N completions. Prints its URL, then serves at most ``--max-requests`` requests or
 ``--max-seconds`` seconds.
 
     python tests/echoserver.py --port 0 [--api-key K] [--mode ok|mixed]
@@ -71,6 +71,8 @@ class Echo:
             body += b"data: [DONE]\n\n"
             writer.write(_head(200, "text/event-stream", len(body)) + body)
         await writer.drain()
+        if self.ns.die_after and self.completions >= self.ns.die_after:
+            os._exit(1)  # an engine that crashes mid-run
         return True
 
 
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=["ok", "mixed"], default="mixed")
     ap.add_argument("--max-requests", type=int, default=500)
     ap.add_argument("--max-seconds", type=float, default=120.0)
+    ap.add_argument("--die-after", type=int, default=0, help="exit at once after this many completions")
     asyncio.run(serve(ap.parse_args(argv)))
     return 0
 
