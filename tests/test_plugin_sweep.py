@@ -42,6 +42,8 @@ def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester):
         run = doc["runs"][0]
         assert len(run["samples"]) == 3 and run["frontier"]
         assert run["summary"]["frontier.max_output_tokens_per_s"] > 0
+        # The engine's own gauges, sampled during the runs, are kept for the report's "why" block.
+        assert run["summary"]["server.running_max"] >= 1 and "server.kv_cache_usage_mean" in run["summary"]
         pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-baseline").assert_outcomes(passed=1)
     with simulator(kv_capacity_tokens=1024) as eng:
         report = pytester.path / "r.md"
@@ -50,7 +52,14 @@ def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester):
     res.assert_outcomes(failed=1)
     out = res.stdout.str()
     assert "regressed" in out and "frontier" in out.lower()
-    assert "xychart-beta" in report.read_text()
+    assert "test_perf.py::test_frontier: frontier: 3 of 3 points compared at equal load" in out
+    text = report.read_text()
+    assert "xychart-beta" in text and '"plotColorPalette": "#D55E00, #0072B2"' in text
+    assert "Lines: 🟧 **current** (vermillion, `#D55E00`) · 🟦 **baseline** (blue, `#0072B2`)" in text
+    assert "| load | tok/s/user | output tok/s | SLO met | baseline tok/s |" in text
+    assert "| concurrency 32 |" in text
+    assert "| engine metric | baseline | current | change |" in text  # why: the engine's /metrics
+    assert "| **hardware** | label " in text  # the four questions, baseline | current
 
 
 def test_capacity_search_is_recorded_and_compared(pytester):
@@ -69,3 +78,4 @@ def test_capacity():
         cap = doc["runs"][0]["capacity"]
         assert cap["requests_per_s"] > 0 and cap["probes"]
         assert doc["runs"][0]["summary"]["capacity.requests_per_s"] == cap["requests_per_s"]
+        assert "test_cap.py::test_capacity: capacity: " in res.stdout.str()
