@@ -33,7 +33,7 @@ def test_frontier():
 """
 
 
-def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester):
+def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester, monkeypatch):
     pytester.makepyfile(test_perf=SWEEP)
     with simulator(kv_capacity_tokens=2048) as eng:
         res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
@@ -45,11 +45,22 @@ def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester):
         # The engine's own gauges, sampled during the runs, are kept for the report's "why" block.
         assert run["summary"]["server.running_max"] >= 1 and "server.kv_cache_usage_mean" in run["summary"]
         pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-baseline").assert_outcomes(passed=1)
+    summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
     with simulator(kv_capacity_tokens=1024) as eng:
         report = pytester.path / "r.md"
         res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-baseline",
                                  f"--goodput-report={report}")
     res.assert_outcomes(failed=1)
+    # On GitHub: one failing test, exactly one annotation, at the start of its own line.
+    errors = [ln for ln in res.outlines if "::error" in ln]
+    assert len(errors) == 1 and errors[0].startswith("::error file=test_perf.py,line=")
+    # The step summary holds the frontier chart, both lines in their own colours.
+    step = summary.read_text()
+    assert 'line "current"' in step and 'line "baseline"' in step
+    assert '"plotColorPalette": "#D55E00, #0072B2"' in step
     out = res.stdout.str()
     assert "regressed" in out and "frontier" in out.lower()
     assert "test_perf.py::test_frontier: frontier: 3 of 3 points compared at equal load" in out
