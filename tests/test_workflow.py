@@ -1,0 +1,347 @@
+"""The shipped GitHub workflows, executed step by step without GitHub.
+
+A scratch repository holds a reduced copy of the example suite (its conftest and pytest.ini,
+a closed-loop test and a two-point sweep, sized for seconds) and is installed the way the
+README's "GitHub Actions" section says, by running that section's commands. The installed
+workflows then run unmodified on `actions_runner` (run steps in bash, actions emulated on
+folders, the comment script in node against a mocked API):
+
+a. a push to main records baselines into the cache and an artifact;
+b. an unchanged pull request passes, writes the step summary and creates the sticky comment;
+c. the same pull request made 20 % slower fails at the gate step, annotates every failing
+   test at its line, still writes the summary and updates the one comment;
+d. a pull request from a fork after the cache's eviction fetches main's baselines from the
+   last successful push run's artifact, its one failing test gives one annotation, and the
+   comment workflow posts its report without running its code;
+e. with no baseline anywhere the gate fails, saying why.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from actions_runner import Actions, RunResult
+
+from pytest_goodput.schema import outcome as outcome_schema
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+REPO = "acme/serving"
+FORK = "someone/serving"
+MARKER = "<!-- pytest-goodput -->"
+FAILING = ("error", "invalid", "slo-failed", "regressed")
+BOT = "github-actions[bot]"
+
+SUITE = '''"""The example suite, reduced to seconds: a closed-loop test and a two-point sweep."""
+
+import pytest
+
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=4, requests=24, warmup_requests=4,
+                     isl=64, osl=16)
+def test_concurrency_per_user():
+    """Four closed-loop users."""
+
+
+@pytest.mark.goodput(scenario="sweep", sweep=[1, 8], duration_s=2.0, warmup_requests=4,
+                     isl=64, osl=16)
+def test_frontier():
+    """The frontier of one and eight users."""
+'''
+# The runner's engine: the simulator with every step three times longer, so that a token
+# every ~15 ms leaves the client's self-check a margin on a busy two-core machine.
+RUNNER_ENV = {"GOODPUT_SIM_TIME_SCALE": "3"}
+# A pull request's change that makes the engine 20 % slower (what .ci/run's step 3 injects).
+SLOWER = '\nimport os\n\nos.environ["GOODPUT_SIM_SLOWDOWN"] = "1.2"\n'
+# A pull request adding a test whose SLO no engine meets.
+NEW_FAILING_TEST = '''
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, isl=32, osl=8,
+                     e2e_ms=0.01, attainment=0.99)
+def test_new_endpoint():
+    """An SLO of 10 microseconds."""
+'''
+
+
+def readme_install_commands() -> str:
+    """The bash block of the README's "GitHub Actions" section: the copy-paste path."""
+    section = (ROOT / "README.md").read_text().split("\n## GitHub Actions\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL).group(1)
+
+
+def make_repo(path: Path, suite: str = SUITE, conftest_extra: str = "") -> Path:
+    """This project's example suite files, reduced, installed as the README says."""
+    staging = path / "example_suite"
+    shutil.copytree(ROOT / "example_suite" / "github", staging / "github")
+    shutil.copy(ROOT / "example_suite" / "pytest.ini", staging)
+    (staging / "conftest.py").write_text((ROOT / "example_suite" / "conftest.py").read_text() + conftest_extra)
+    (staging / "test_serving.py").write_text(suite)
+    subprocess.run(["bash", "-e", "-c", readme_install_commands()], cwd=path, check=True)
+    return path
+
+
+def def_lines(suite: str) -> dict[str, int]:
+    """1-based line of each test's first decorator: where pytest (and GitHub) place the test."""
+    lines = suite.splitlines()
+    out = {}
+    for i, line in enumerate(lines):
+        m = re.match(r"def (test_\w+)", line)
+        if m:
+            j = i
+            while j > 0 and lines[j - 1].startswith(("@", " ")):
+                j -= 1
+            out[m.group(1)] = j + 1
+    return out
+
+
+def pr_payload(number: int, sha: str, fork: bool = False) -> dict:
+    head = FORK if fork else REPO
+    return {"number": number, "pull_request": {
+        "number": number, "head": {"sha": sha, "ref": "feature", "repo": {"full_name": head, "fork": fork}},
+        "base": {"ref": "main", "repo": {"full_name": REPO}}}}
+
+
+def annotations(log: str) -> list[str]:
+    assert not any("::error" in ln and not ln.startswith("::error") for ln in log.splitlines()), \
+        "an ::error command not at the start of its line is lost"
+    return [ln for ln in log.splitlines() if ln.startswith("::error")]
+
+
+def outcomes(run: RunResult) -> dict[str, outcome_schema.TestOutcome]:
+    doc = json.loads((run.workspace / "goodput.json").read_text())
+    return {t["outcome"]["nodeid"].rsplit("::", 1)[1]: outcome_schema.TestOutcome.model_validate(t["outcome"])
+            for t in doc["tests"]}
+
+
+def bot_comments(gh: Actions, issue: int) -> list[dict]:
+    return [c for c in gh.api()["comments"] if c["issue_number"] == issue and c["user"]["login"] == BOT]
+
+
+def assert_frontier_chart(summary: str) -> None:
+    """The step summary holds the sweep's Mermaid chart with a current and a baseline line."""
+    charts = re.findall(r"```mermaid\n(.*?)```", summary, flags=re.DOTALL)
+    frontier = [c for c in charts if "xychart-beta" in c]
+    assert frontier, summary[:2000]
+    names = re.findall(r'^\s*line "([^"]+)"', frontier[0], flags=re.MULTILINE)
+    assert sorted(names) == ["baseline", "current"], frontier[0]
+
+
+class World:
+    """One repository on the emulated GitHub; each scenario runs once, after what it needs."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.gh = Actions(root / "github", REPO)
+        self.main = make_repo(root / "main")
+        self.workflow = self.main / ".github/workflows/goodput.yml"
+        self.comment_workflow = self.main / ".github/workflows/goodput-comment.yml"
+
+    def pr(self, number: int, source: Path, fork: bool = False, base: str = "main") -> tuple[RunResult, str]:
+        sha = uuid.uuid4().hex
+        state = self.gh.api()
+        state["pulls"][str(number)] = {"head_sha": sha}
+        self.gh.set_api(state)
+        run = self.gh.run(source / ".github/workflows/goodput.yml", event="pull_request",
+                          payload=pr_payload(number, sha, fork), source=source,
+                          ref=f"refs/pull/{number}/merge", base_ref=base, head_ref="feature",
+                          extra_env=RUNNER_ENV)
+        return run, sha
+
+    @functools.cached_property
+    def push(self) -> RunResult:
+        return self.gh.run(self.workflow, event="push", payload={"ref": "refs/heads/main", "after": uuid.uuid4().hex},
+                           source=self.main, extra_env=RUNNER_ENV)
+
+    @functools.cached_property
+    def pr_unchanged(self) -> RunResult:
+        assert self.push.conclusion == "success"
+        # A reviewer quoted an old report: the bot must never edit that comment.
+        state = self.gh.api()
+        state["pulls"]["1"] = {"head_sha": "0" * 40}
+        state["comments"].append({"id": 1, "issue_number": 1, "body": f"{MARKER}\nquoted", "user": {"login": "reviewer"}})
+        self.gh.set_api(state)
+        return self.pr(1, self.main)[0]
+
+    @functools.cached_property
+    def pr_slower(self) -> RunResult:
+        assert self.pr_unchanged.conclusion == "success"
+        return self.pr(1, make_repo(self.root / "slower", conftest_extra=SLOWER))[0]
+
+    @functools.cached_property
+    def fork_pr_after_eviction(self) -> tuple[RunResult, str]:
+        assert self.push.conclusion == "success"
+        self.gh.evict_caches()
+        return self.pr(2, make_repo(self.root / "fork", suite=SUITE + NEW_FAILING_TEST), fork=True)
+
+    def comment_run(self, gate: RunResult, head_sha: str) -> RunResult:
+        payload = {"workflow_run": {
+            "id": gate.run_id, "name": "goodput", "event": "pull_request", "conclusion": gate.conclusion,
+            "head_sha": head_sha, "head_repository": {"full_name": FORK},
+            "html_url": f"https://github.com/{REPO}/actions/runs/{gate.run_id}"}}
+        return self.gh.run(self.comment_workflow, event="workflow_run", payload=payload, source=self.main)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> World:
+    return World(tmp_path_factory.mktemp("github"))
+
+
+def test_readme_installs_the_shipped_files(world):
+    for name in ("workflows/goodput.yml", "workflows/goodput-comment.yml", "scripts/goodput-comment.js"):
+        shipped = ROOT / "example_suite/github" / Path(name).name
+        assert (world.main / ".github" / name).read_bytes() == shipped.read_bytes(), name
+
+
+def test_workflows_hand_no_write_token_to_pull_request_code():
+    """What the runs below cannot show: the permissions each workflow asks for."""
+    gate = yaml.safe_load((ROOT / "example_suite/github/goodput.yml").read_text())
+    comment = yaml.safe_load((ROOT / "example_suite/github/goodput-comment.yml").read_text())
+    for wf in (gate, comment):
+        assert "pull_request_target" not in wf[True]  # YAML 1.1 reads the key `on` as True
+    assert gate["permissions"] == {"contents": "read"}
+    assert gate["jobs"]["goodput"]["permissions"] == {
+        "contents": "read", "actions": "read", "pull-requests": "write"}
+    # The comment workflow runs with write permission: it checks out the default branch only.
+    [checkout] = [s for s in comment["jobs"]["comment"]["steps"] if s.get("uses", "").startswith("actions/checkout")]
+    assert set(checkout["with"]) == {"sparse-checkout", "persist-credentials"}
+    assert not any("run" in s for s in comment["jobs"]["comment"]["steps"])
+
+
+def test_push_records_baselines_in_the_cache_and_an_artifact(world):
+    run = world.push
+    job = run.job()
+    assert run.conclusion == "success", [(s.name, s.outcome, s.log[-3000:]) for s in job.steps]
+    assert "Cache not found" in job.step("Restore the baselines").log
+    # The first push finds no earlier run either, and says so.
+    fetch = job.step("Fetch the baselines from the last successful run (cache miss)")
+    assert fetch.outcome == "success" and "::warning title=goodput::no baselines of main" in fetch.log
+    record = job.step("Run the suite and record new baselines")
+    assert "2 passed" in record.log, record.log[-3000:]
+    for name in ("Goodput gate", "Sticky PR comment", "Upload the report"):
+        assert job.step(name).outcome == "skipped"
+    [(key, cached)] = world.gh.caches
+    assert key == f"goodput-baselines-main-{run.run_id}"
+    artifact = world.gh.artifact_dir(run.run_id, "goodput-baselines-main")
+    wanted = {f"ci-baselines/test_serving/{t}.json" for t in ("test_concurrency_per_user", "test_frontier")}
+    wanted |= {f"history/test_serving/{t}.jsonl" for t in ("test_concurrency_per_user", "test_frontier")}
+    for where in (cached, artifact):  # the artifact too: .goodput/ is a hidden directory
+        assert {str(p.relative_to(where)) for p in where.rglob("*") if p.is_file()} == wanted, where
+        doc = json.loads((where / "ci-baselines/test_serving/test_frontier.json").read_text())
+        assert len(doc["runs"]) == 5  # the default five sessions
+
+
+def test_unchanged_pull_request_passes_summarizes_and_comments(world):
+    run = world.pr_unchanged
+    job = run.job()
+    gate = job.step("Goodput gate")
+    assert run.conclusion == "success", gate.log[-4000:]
+    assert f"Cache restored from key: goodput-baselines-main-{world.push.run_id}" in job.step("Restore the baselines").log
+    assert job.step("Fetch the baselines from the last successful run (cache miss)").outcome == "skipped"
+    assert annotations(gate.log) == []
+    assert all(o.baseline_status != "new" for o in outcomes(run).values())
+    # A pull request never writes the baselines main is judged by.
+    assert job.step("Save the baselines").outcome == "skipped" and len(world.gh.caches) == 1
+    assert not world.gh.artifact_dir(run.run_id, "goodput-baselines-main").exists()
+    assert "test_frontier" in gate.summary
+    assert_frontier_chart(gate.summary)
+    report = world.gh.artifact_dir(run.run_id, "goodput-report")
+    assert (report / "pr-number.txt").read_text().strip() == "1" and (report / "goodput.md").is_file()
+    [mine] = bot_comments(world.gh, 1)
+    assert mine["body"].startswith(MARKER) and "test_frontier" in mine["body"]
+    assert f"actions/runs/{run.run_id}" in mine["body"]
+    quoted = next(c for c in world.gh.api()["comments"] if c["id"] == 1)
+    assert quoted["body"] == f"{MARKER}\nquoted"
+
+
+def test_slower_pull_request_fails_at_the_gate_and_still_reports(world):
+    run = world.pr_slower
+    job = run.job()
+    gate = job.step("Goodput gate")
+    assert gate.outcome == "failure" and run.conclusion == "failure"
+    assert [s.name for s in job.steps if s.outcome == "failure"] == ["Goodput gate"]
+    for name in ("Record the pull request number", "Upload the report", "Sticky PR comment"):
+        assert job.step(name).outcome == "success", job.step(name).log
+    got = outcomes(run)
+    failing = {name for name, o in got.items() if o.status in FAILING}
+    assert "regressed" in {got[n].status for n in failing}, {n: o.status for n, o in got.items()}
+    lines = def_lines(SUITE)
+    # One annotation per failing test, at its file (relative to the checkout) and line.
+    located = sorted(re.match(r"::error file=([^,]+),line=(\d+),", a).groups() for a in annotations(gate.log))
+    assert located == sorted(("example_suite/test_serving.py", str(lines[n])) for n in failing)
+    assert "regressed" in gate.summary
+    assert_frontier_chart(gate.summary)
+    # The same sticky comment, updated in place.
+    [mine] = bot_comments(world.gh, 1)
+    assert "regressed" in mine["body"] and f"actions/runs/{run.run_id}" in mine["body"]
+    calls = world.gh.api()["calls"]
+    assert ["createComment", 1] in calls and ["updateComment", mine["id"]] in calls
+    assert sum(c[0] == "createComment" and c[1] == 1 for c in calls) == 1
+
+
+def test_fork_pull_request_after_cache_eviction(world):
+    run, sha = world.fork_pr_after_eviction
+    job = run.job()
+    assert "Cache not found" in job.step("Restore the baselines").log
+    fetch = job.step("Fetch the baselines from the last successful run (cache miss)")
+    assert f"restored from run {world.push.run_id}'s artifact" in fetch.log, fetch.log
+    gate = job.step("Goodput gate")
+    assert gate.outcome == "failure"
+    got = outcomes(run)
+    # The baselines came from the artifact: main's tests were compared, and only the new one fails.
+    assert got["test_new_endpoint"].status == "slo-failed"
+    for name in ("test_concurrency_per_user", "test_frontier"):
+        assert got[name].baseline_status != "new"
+        assert got[name].status not in FAILING, got[name]
+    line = def_lines(SUITE + NEW_FAILING_TEST)["test_new_endpoint"]
+    [one] = annotations(gate.log)
+    assert one.startswith(f"::error file=example_suite/test_serving.py,line={line},")
+    assert_frontier_chart(gate.summary)
+    # A fork's token cannot comment: the gate job leaves it to the comment workflow.
+    assert job.step("Sticky PR comment").outcome == "skipped"
+    assert bot_comments(world.gh, 2) == []
+    posted = world.comment_run(run, sha)
+    assert posted.conclusion == "success", [(s.name, s.log) for s in posted.job().steps]
+    assert not (posted.workspace / "example_suite").exists()  # the fork's code was never checked out
+    [mine] = bot_comments(world.gh, 2)
+    assert "test_new_endpoint" in mine["body"] and f"actions/runs/{run.run_id}" in mine["body"]
+    # An artifact that does not name the PR's current head is not posted.
+    state = world.gh.api()
+    state["pulls"]["2"]["head_sha"] = "f" * 40
+    world.gh.set_api(state)
+    refused = world.comment_run(run, sha)
+    assert refused.conclusion == "failure" and "not commenting" in refused.job().steps[-1].log
+    assert len(world.gh.api()["calls"]) == len(state["calls"])
+
+
+def test_no_baseline_anywhere_fails_the_gate_loudly(world):
+    assert world.push.conclusion == "success"
+    run, _ = world.pr(3, world.main, base="release")  # no run of `release` ever recorded any
+    job = run.job()
+    assert "no baselines of release" in job.step("Fetch the baselines from the last successful run (cache miss)").log
+    gate = job.step("Goodput gate")
+    assert gate.outcome == "failure" and "judged nothing" in gate.log, gate.log[-3000:]
+
+
+def test_comment_script_cuts_a_long_report_at_a_paragraph(tmp_path):
+    script = ROOT / "example_suite/github/goodput-comment.js"
+    report = "# report\n\n" + "\n\n".join(f"paragraph {i} " + "x" * 990 for i in range(100))
+    (tmp_path / "r.md").write_text(report)
+    out = subprocess.run(
+        ["node", "-e", (f"const m = require({json.dumps(str(script))});"
+                        "process.stdout.write(m.commentBody(require('fs').readFileSync(process.argv[1], 'utf8'), 'URL'))"),
+         str(tmp_path / "r.md")], capture_output=True, text=True, check=True).stdout
+    assert len(out) <= 65536
+    # Cut at the last paragraph break starting at or before character 60,000.
+    kept = report[:report.rfind("\n\n", 0, 60_000 + 2)]
+    assert kept.endswith("x" * 990)
+    assert out == (f"{MARKER}\n{kept}\n\n> ✂️ Cut to fit a comment; the full report is in the "
+                   "[run summary](URL).\n\n<sub>[workflow run](URL)</sub>")
