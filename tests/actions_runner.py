@@ -153,6 +153,8 @@ class Actions:
             extra_env: dict[str, str] | None = None) -> RunResult:
         wf = yaml.safe_load(workflow.read_text())
         triggers = wf[True]  # YAML 1.1 reads the key `on` as True
+        if not isinstance(triggers, dict):  # `on: push` or `on: [push, pull_request]`
+            triggers = dict.fromkeys([triggers] if isinstance(triggers, str) else triggers)
         assert event in triggers, f"{workflow.name} does not run on {event}"
         branches = (triggers[event] or {}).get("branches") if event == "push" else None
         assert branches is None or ref.rsplit("/", 1)[-1] in branches, f"{workflow.name}: {ref} not in {branches}"

@@ -345,3 +345,32 @@ def test_comment_script_cuts_a_long_report_at_a_paragraph(tmp_path):
     assert kept.endswith("x" * 990)
     assert out == (f"{MARKER}\n{kept}\n\n> ✂️ Cut to fit a comment; the full report is in the "
                    "[run summary](URL).\n\n<sub>[workflow run](URL)</sub>")
+
+
+def test_expression_subset_follows_github_and_refuses_the_rest(tmp_path):
+    from actions_expressions import Evaluator, ExpressionError
+
+    ctx = {"github": {"event_name": "push", "ref": "refs/heads/main", "base_ref": "", "ref_name": "main",
+                      "event": {}},
+           "env": {}, "steps": {"cache": {"outputs": {}}}}
+    failed = Evaluator(ctx, tmp_path, status=lambda name: name in ("failure", "always"))
+    ev = Evaluator(ctx, tmp_path)
+    assert ev.evaluate("github.event.pull_request.number || github.ref") == "refs/heads/main"
+    assert ev.interpolate("x-${{ github.base_ref || github.ref_name }}") == "x-main"
+    assert ev.evaluate("github.event_name == 'PUSH'")  # strings compare case-insensitively
+    assert ev.condition("steps.cache.outputs.cache-matched-key == ''")  # a missing output is null
+    assert not failed.condition("github.event_name == 'push'")  # implicit success() after a failure
+    assert failed.condition("${{ !cancelled() && github.event_name == 'push' }}")
+    assert ev.interpolate("${{ hashFiles('nothing.md') }}") == ""
+    for unknown in ("github.no_such_key", "steps.nope.outputs.x", "vars.X", "contains('a', 'b')", "a ~ b"):
+        with pytest.raises(ExpressionError):
+            ev.evaluate(unknown)
+
+
+def test_emulator_refuses_an_action_it_does_not_know(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    wf = tmp_path / "wf.yml"
+    wf.write_text("name: x\non: push\njobs:\n  j:\n    steps:\n      - uses: some/action@v1\n")
+    with pytest.raises(AssertionError, match="some/action@v1 is not emulated"):
+        Actions(tmp_path / "gh").run(wf, event="push", payload={}, source=src)
