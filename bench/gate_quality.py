@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from pytest_goodput.judge.spread import PRIOR_RUNS
-from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare
+from pytest_goodput.judge.verdicts import CONFIDENCE, POWER_ALPHA, MetricDef, compare
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.results import Samples
@@ -112,7 +112,8 @@ def trial(job: tuple[argparse.Namespace, int]) -> dict[str, Any]:
     for arm in ARMS:
         cur = session(args, seeds, rng, effects.get(arm, 1.0), arm)
         cs = {c.metric: c for c in compare(base, cur, defs, seed=t, confidence=args.confidence,
-                                           paired=True, prior_runs=args.prior_runs)}
+                                           paired=True, prior_runs=args.prior_runs,
+                                           power_alpha=args.power_alpha)}
         failed = sum(not o for s in cur for o in s.ok)
         issued = sum(len(s.ok) for s in cur)
         slo_broken = failed > (0.05 if arm == "failures for latency" else 0.0) * issued
@@ -184,6 +185,8 @@ def main() -> None:
     p.add_argument("--tpot-slowdown", type=float, default=1.12, help="about +20 %% P99 TPOT")
     p.add_argument("--confidence", type=float, default=CONFIDENCE)
     p.add_argument("--prior-runs", type=float, default=PRIOR_RUNS)
+    p.add_argument("--power-alpha", type=float, default=POWER_ALPHA,
+                   help="evidence needed to call a metric underpowered (one-sided alpha)")
     p.add_argument("--prior-scale", type=float, default=1.0,
                    help="multiply the registry's machine priors (to study their effect)")
     p.add_argument("--schedule-seed", type=int, default=0)
@@ -201,7 +204,8 @@ def main() -> None:
     t0 = time.perf_counter()
     print(f"gate quality: {args.requests} requests at {args.rate:g} req/s, {args.sessions} baseline "
           f"sessions x {args.repeats} run(s), one current session, confidence {args.confidence:g}, "
-          f"prior {args.prior_runs:g} pseudo-sessions x{args.prior_scale:g}")
+          f"prior {args.prior_runs:g} pseudo-sessions x{args.prior_scale:g}, power alpha "
+          f"{args.power_alpha:g}")
     for name in args.settings.split(","):
         a = argparse.Namespace(**vars(args))
         a.session_cv, a.noise_sigma = SETTINGS[name]

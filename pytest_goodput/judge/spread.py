@@ -69,6 +69,21 @@ def session_spread(path: str, sessions: Sessions, centre: float) -> tuple[Option
     return s, len(ys) - 1, f"run-to-run spread {fmt_on_scale(scale, s)} across {len(ys)} baseline sessions"
 
 
+def _variance(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
+              prior_runs: float) -> tuple[float, float]:
+    """(variance of d, its degrees of freedom) on one side (see the module docstring)."""
+    k = 1.0 + 1.0 / max(sessions, 1)
+    prior = machine_sd**2 * k + within_sd**2
+    if s is None:
+        return prior, prior_runs
+    measured = s**2 * k
+    if measured > prior:
+        # The sessions say this machine is noisier than the prior assumes: the prior must not
+        # talk the spread down, so the data alone decide (with their own few degrees of freedom).
+        return measured, float(nu)
+    return (prior_runs * prior + nu * measured) / (prior_runs + nu), prior_runs + nu
+
+
 def half_width(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
                confidence: float, prior_runs: float = PRIOR_RUNS) -> float:
     """Half-width of the prediction interval of d on one side (see the module docstring).
@@ -76,17 +91,30 @@ def half_width(within_sd: float, machine_sd: float, s: Optional[float], nu: int,
     ``within_sd``: the request-level SD of d on that side (the within-run interval over its
     normal quantile); ``machine_sd``: the registry's prior machine spread of one session.
     """
-    k = 1.0 + 1.0 / max(sessions, 1)
-    prior = machine_sd**2 * k + within_sd**2
-    if s is None:
-        return stats.t_ppf(0.5 + confidence / 2.0, prior_runs) * math.sqrt(prior)
-    measured = s**2 * k
-    if measured > prior:
-        # The sessions say this machine is noisier than the prior assumes: the prior must not
-        # talk the spread down, so the data alone decide (with their own few degrees of freedom).
-        return stats.t_ppf(0.5 + confidence / 2.0, nu) * math.sqrt(measured)
-    var = (prior_runs * prior + nu * measured) / (prior_runs + nu)
-    return stats.t_ppf(0.5 + confidence / 2.0, prior_runs + nu) * math.sqrt(var)
+    var, df = _variance(within_sd, machine_sd, s, nu, sessions, prior_runs)
+    return stats.t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(var)
+
+
+def spread_df(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
+              prior_runs: float = PRIOR_RUNS) -> float:
+    """Degrees of freedom of the variance behind :func:`half_width` (those of its t)."""
+    return _variance(within_sd, machine_sd, s, nu, sessions, prior_runs)[1]
+
+
+def chi2_ppf(q: float, df: float) -> float:
+    """Quantile of the chi-square distribution (Wilson–Hilferty: within 1 % from 3 degrees of freedom on, 2.5 % at 1)."""
+    z = NormalDist().inv_cdf(q)
+    c = 2.0 / (9.0 * df)
+    return df * max(0.0, 1.0 - c + z * math.sqrt(c)) ** 3
+
+
+def power_bound(df: float, alpha: float) -> float:
+    """Factor turning a half-width into a one-sided (1 − alpha) lower confidence bound of it.
+
+    The variance behind a half-width is an estimate with ``df`` degrees of freedom
+    (ν·σ̂²/σ² ~ χ²_ν), so σ ≥ σ̂·√(ν / χ²_{ν, 1−alpha}) with confidence 1 − alpha.
+    """
+    return math.sqrt(df / chi2_ppf(1.0 - alpha, df))
 
 
 def z_of(confidence: float) -> float:

@@ -22,8 +22,10 @@ from pytest_goodput.judge.spread import (
     PRIOR_RUNS,
     fmt_on_scale,
     half_width,
+    power_bound,
     scale_of,
     session_spread,
+    spread_df,
     z_of,
 )
 from pytest_goodput.judge.values import (
@@ -43,6 +45,10 @@ from pytest_goodput.schema.results import Samples
 #: Two-sided confidence of the interval of the change (one-sided α = 1 %, the A/A target); see
 #: docs/decisions.md for the measurement behind it.
 CONFIDENCE = 0.98
+#: Underpowered needs evidence: the one-sided confidence with which the smallest detectable
+#: change must exceed the tolerance, given that it is estimated from a few sessions
+#: (docs/statistics.md, "Power"; chosen by measurement, docs/decisions.md).
+POWER_ALPHA = 0.05
 #: Most baseline sessions a suggestion to record more will name.
 MAX_SUGGESTED_SESSIONS = 20
 _UNBOUNDED = 1e9
@@ -155,6 +161,7 @@ def compare_metric(
     significance: Literal["zero", "tolerance"] = "zero",
     paired: bool = False,
     prior_runs: float = PRIOR_RUNS,
+    power_alpha: float = POWER_ALPHA,
 ) -> MetricComparison:
     """Judge one metric: the current session's runs (k ≥ 1) against the baseline's sessions.
 
@@ -222,7 +229,7 @@ def compare_metric(
                 machine=registry.metric(path).run_cv if run_cv is None else run_cv,
                 spread=(s, nu), sessions=len(sessions), confidence=confidence,
                 prior_runs=prior_runs, significance=significance, method=method, note=note,
-                can_be_underpowered=path != "error_rate")
+                can_be_underpowered=path != "error_rate", power_alpha=power_alpha)
 
 
 def _prefix_half_widths(kind: Kind, pct: Optional[float], path: str, scale: str,
@@ -257,12 +264,17 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
          within: tuple[float, float], machine: float, spread: tuple[Optional[float], int],
          sessions: int, confidence: float = CONFIDENCE, prior_runs: float = PRIOR_RUNS,
          significance: Literal["zero", "tolerance"] = "zero", method: str = "", note: str = "",
-         can_be_underpowered: bool = True) -> MetricComparison:
+         can_be_underpowered: bool = True, power_alpha: float = POWER_ALPHA) -> MetricComparison:
     """The verdict on one change ``d`` (on its analysis scale) and the power behind it.
 
     ``within``: the request-level SD of d below and above it; ``spread``: the baseline's
     measured session SD and its degrees of freedom (None, 0 with one session). Scalars,
     frontier points and capacities are all judged here, by one rule.
+
+    *Underpowered* needs evidence: the smallest detectable change rests on a variance
+    estimated from a few sessions, so it is compared with the tolerance at its one-sided
+    (1 − ``power_alpha``) lower confidence bound; a resolution beyond the tolerance only
+    within its own sampling error is a note, not a verdict.
     """
     s, nu = spread
     h_lo = half_width(within[0], machine, s, nu, sessions, confidence, prior_runs)
@@ -275,21 +287,28 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
     detectable = _detectable(scale, defn.direction, worse_half, defn.tolerance)
+    df = spread_df(within_worse, machine, s, nu, sessions, prior_runs)
+    at_least = _detectable(scale, defn.direction, worse_half * power_bound(df, power_alpha), 0.0)
+    if (verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered
+            and at_least <= defn.tolerance):
+        note = (f"{note}; resolution {fmt_on_scale(scale, detectable)} is beyond the tolerance "
+                f"only within the sampling error of its own estimate ({df:g} degrees of freedom)")
     # The error rate is compared in every test as a safety net; its resolution is bounded by
     # the request count (0 failures in 300 cannot prove a rate below ~1.5 %), so it is never
     # called underpowered — the max_error_rate SLO is what holds it to a limit.
-    if verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered:
+    if verdict in ("pass", "inconclusive") and at_least > defn.tolerance and can_be_underpowered:
         need = _sessions_needed(within_worse, machine, s, sessions, scale, defn.direction,
                                 defn.tolerance, confidence, prior_runs) if math.isfinite(within_worse) else None
         fix = (f"record {need - sessions} more baseline session(s) ({need} in all)" if need
                else "more baseline sessions alone will not do: use more requests, A/B mode "
                     "(base and head in one job) or a larger tolerance")
-        note = f"{note}; could only detect a worse change beyond {fmt_on_scale(scale, detectable)}: {fix}"
+        note = (f"{note}; could only detect a worse change beyond {fmt_on_scale(scale, detectable)} "
+                f"(at least {fmt_on_scale(scale, at_least)} with {1 - power_alpha:.0%} confidence): {fix}")
         verdict = "underpowered"
     return MetricComparison(
         metric=defn.path, direction=defn.direction, baseline=base, current=cur, change=change,
         interval=(lo, hi), tolerance=defn.tolerance, verdict=verdict,  # type: ignore[arg-type]
-        method=f"{method} + sessions t(ν={prior_runs + nu:g})".lstrip(" +"), note=note,
+        method=f"{method} + sessions t(ν={df:g})".lstrip(" +"), note=note,
         detectable=detectable,
         scale="absolute" if scale == "absolute" else "relative",
     )
