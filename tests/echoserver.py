@@ -101,7 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-requests", type=int, default=500)
     ap.add_argument("--max-seconds", type=float, default=120.0)
     ap.add_argument("--die-after", type=int, default=0, help="exit at once after this many completions")
-    asyncio.run(serve(ap.parse_args(argv)))
+    ap.add_argument("--pidfile", help="write the process id here (tests look for orphans)")
+    ap.add_argument("--tag", help="ignored: lets a command carry a {port} it does not use")
+    ns = ap.parse_args(argv)
+    if ns.pidfile:
+        with open(ns.pidfile, "w") as f:
+            f.write(str(os.getpid()))
+    asyncio.run(serve(ns))
     return 0
 
 

@@ -28,6 +28,12 @@ DEFAULTS: dict[str, Any] = {
     "flood_bytes": 0,  # > 0: stream content events until this many bytes (or the client leaves)
     "line_bytes": 0,  # > 0: one "data:" line this long, then a normal stream
     "raw_event": None,  # a payload sent as one extra event before the content
+    "reset_mid_stream": False,  # send the head and one chunk, then drop the connection
+    "stall_s": 0.0,  # > 0: send the head and one chunk, then stall this long (at most HOLD_S)
+    "no_done": False,  # end the stream without "data: [DONE]" (Content-Length still correct)
+    "split_bytes": 0,  # > 0: write the stream in pieces this small, each on its own
+    "html": False,  # answer 200 with an HTML page (a proxy's login or error page)
+    "half_headers": False,  # send part of the response head, then close
 }
 
 
@@ -94,8 +100,35 @@ class FaultServer:
         if opts["flood_bytes"]:
             await _flood(writer, opts["flood_bytes"])
             return False
+        if opts["half_headers"]:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/ev")
+            await writer.drain()
+            return False
+        if opts["html"]:
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            writer.write(_head(200, "text/html", len(page), close=False) + page)
+            await writer.drain()
+            return True
         data = _stream(opts)
-        writer.write(_head(200, "text/event-stream", len(data), close=opts["connection_close"]) + data)
+        head = _head(200, "text/event-stream", len(data), close=opts["connection_close"])
+        if opts["reset_mid_stream"] or opts["stall_s"]:
+            first = data.index(b"\n\n") + 2
+            writer.write(head + data[:first])
+            await writer.drain()
+            if opts["reset_mid_stream"]:
+                writer.transport.abort()  # RST, not a clean close
+                return False
+            await asyncio.sleep(min(float(opts["stall_s"]), HOLD_S))
+            return False
+        if opts["split_bytes"]:
+            writer.write(head)
+            step = int(opts["split_bytes"])
+            for i in range(0, len(data), step):
+                writer.write(data[i:i + step])
+                await writer.drain()
+                await asyncio.sleep(0)
+        else:
+            writer.write(head + data)
         await writer.drain()
         if opts["connection_close"]:
             await asyncio.sleep(HOLD_S)  # keep the socket open, read nothing: reuse would hang
@@ -133,7 +166,8 @@ def _stream(opts: dict) -> bytes:
     if usage is not None:
         parts.append(_event({"id": "cmpl-fault", "choices": [],
                              "usage": {"prompt_tokens": 1, "completion_tokens": usage}}))
-    parts.append(b"data: [DONE]\n\n")
+    if not opts["no_done"]:
+        parts.append(b"data: [DONE]\n\n")
     return b"".join(parts)
 
 
