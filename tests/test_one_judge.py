@@ -1,7 +1,8 @@
 """The plugin's gate and ``python -m pytest_goodput compare`` judge through one function.
 
 The same files give the same verdicts, metric by metric, whichever entry point judges them:
-a plain scenario, a sweep (frontier), an identity change, and a broken SLO.
+a plain scenario, a sweep (frontier, also through ``frontier``), a capacity search, an
+identity change, and a broken SLO.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def test_server(goodput):
 @pytest.mark.goodput(scenario="sweep", sweep=[1, 4], requests=24, isl=128, osl=16)
 def test_sweep(goodput):
     goodput.run()
+
+@pytest.mark.goodput(scenario="capacity", requests=20, rate=2.0, isl=16, osl=16, tpot_ms=20,
+                     attainment=0.9, capacity_max_rate=16.0, capacity_resolution=0.2)
+def test_capacity(goodput):
+    goodput.run()
 """
 
 
@@ -65,14 +71,17 @@ def _verdicts(outcomes: list[dict]) -> dict[str, dict[str, str]]:
 
 def test_gate_and_compare_cli_give_the_same_verdicts(pytester, sim_url, slow_sim_url, tmp_path):
     pytester.makepyfile(test_perf=TESTS)
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=2)
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
+                       "--goodput-sessions=3").assert_outcomes(passed=3)
     session = tmp_path / "session.json"
     res = pytester.runpytest(f"--goodput-url={slow_sim_url}", "--goodput-baseline",
                              f"--goodput-json={session}")
     gate_outcomes = [t["outcome"] for t in json.loads(session.read_text())["tests"]]
     gate = _verdicts(gate_outcomes)
-    assert set(gate) == {"test_perf.py::test_server", "test_perf.py::test_sweep"}
+    assert set(gate) == {"test_perf.py::test_server", "test_perf.py::test_sweep",
+                         "test_perf.py::test_capacity"}
     assert "frontier_throughput" in gate["test_perf.py::test_sweep"]
+    assert "capacity.requests_per_s" in gate["test_perf.py::test_capacity"]
     assert any(v == "regressed" for v in gate["test_perf.py::test_server"].values()), gate
     cli_json = tmp_path / "cli.json"
     cli = _cli("compare", str(pytester.path / ".goodput" / "baselines"), str(session),
@@ -88,6 +97,18 @@ def test_gate_and_compare_cli_give_the_same_verdicts(pytester, sim_url, slow_sim
         assert [s["ok"] for s in c["slos"]] == [s["ok"] for s in o["slos"]]
         for mine, theirs in zip(o["comparisons"], c["comparisons"]):
             assert mine["change"] == pytest.approx(theirs["change"])
+    # The frontier command on the same files: the gate's sweep verdict, point by point.
+    baselines = pytester.path / ".goodput" / "baselines"
+    fr = _cli("frontier", str(session), "--baseline", str(baselines))
+    sweep = next(o for o in gate_outcomes if o["nodeid"] == "test_perf.py::test_sweep")
+    verdict = gate["test_perf.py::test_sweep"]["frontier_throughput"]
+    assert fr.returncode == int(fails(outcome_schema.TestOutcome.model_validate(sweep), Policy())), fr.stdout
+    assert f"verdict: {outcome_schema.VERDICT_SYMBOL[verdict]} {verdict} (" in fr.stdout
+    table = fr.stdout[fr.stdout.index("at equal load"):fr.stdout.index("step lookup")]
+    for point in sweep["frontier"]["comparison"]["by_load"]:
+        label = f"{point['load']:g} {'user' if point['load'] == 1 else 'users'}  "
+        row = next(ln for ln in table.splitlines() if ln.startswith(label))
+        assert row.rstrip().endswith(f" {point['verdict']}"), (row, point["verdict"])
 
 
 def _status(outcome: dict) -> str:

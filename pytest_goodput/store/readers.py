@@ -36,6 +36,9 @@ def _from_session_test(test: dict[str, Any]) -> tuple[str, Evidence] | None:
     if outcome.frontier is not None:
         ev.frontier = outcome.frontier.get("current")
         ev.points = outcome.frontier.get("points")
+    if outcome.capacity is not None and outcome.capacity.get("current") is not None:
+        ev.capacity = outcome.capacity["current"]
+        ev.capacities = [ev.capacity]
     return outcome.nodeid, ev
 
 
