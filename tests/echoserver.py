@@ -17,6 +17,8 @@ import asyncio
 import json
 import os
 import sys
+import time
+from typing import Callable
 
 HOLD_S = 5.0
 
@@ -91,6 +93,26 @@ async def serve(ns: argparse.Namespace) -> None:
     except asyncio.TimeoutError:
         pass
     server.close()
+
+
+def gone(probe: Callable[[], None], wait_s: float = 5.0) -> bool:
+    """True once ``probe`` (``os.kill(pid, 0)``, ``os.killpg(pgid, 0)``) finds no process."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            probe()
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+def pid_gone(pidfile: str | os.PathLike) -> bool:
+    """The process whose id a pidfile holds has ended (tests look for orphans)."""
+    with open(pidfile) as f:
+        pid = int(f.read())
+    return gone(lambda: os.kill(pid, 0))
 
 
 def main(argv: list[str] | None = None) -> int:

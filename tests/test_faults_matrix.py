@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from echoserver import gone, pid_gone  # noqa: E402
 from faultserver import serve_in_thread  # noqa: E402
 
 pytest_plugins = ["pytester"]
@@ -46,42 +47,27 @@ FAULTS = {  # fault server options -> (exit status, failure kinds of the 3 reque
 }
 
 
-def run_bounded(cmd: list[str], cwd: Path, *, interrupt_after: float | None = None,
+def run_bounded(cmd: list[str], cwd: Path, *, interrupt_when: Path | None = None,
                 timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in its own process group; afterwards nothing of that group may be left."""
+    """Run ``cmd`` in its own process group; afterwards nothing of that group may be left.
+
+    ``interrupt_when``: once this file exists (the engine is up), and a moment later (the
+    run is under way), send Ctrl-C."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    if interrupt_after is not None:
-        time.sleep(interrupt_after)
+    if interrupt_when is not None:
+        deadline = time.monotonic() + 60
+        while not interrupt_when.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(2.0)
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         raise
-    assert group_gone(proc.pid), f"processes of {cmd[:4]} outlived it"
+    assert gone(lambda: os.killpg(proc.pid, 0)), f"processes of {cmd[:4]} outlived it"
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
-def group_gone(pgid: int) -> bool:
-    for _ in range(50):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def pid_gone(pidfile: Path) -> bool:
-    pid = int(pidfile.read_text())
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def kinds(requests: list[dict]) -> dict[str, int]:
@@ -151,7 +137,7 @@ def test_ctrl_c_through_cli_and_plugin_leaves_no_engine(tmp_path, pytester):
     serve = f"{PY} {shlex.quote(str(ECHO))} --port {{port}} --mode ok --pidfile {pidfile}"
     long_cli = CLI_LOAD[:5] + ["100000"] + CLI_LOAD[6:]
     res = run_bounded([sys.executable, "-m", "pytest_goodput", "run", "--serve", serve, *long_cli],
-                      tmp_path, interrupt_after=4.0)
+                      tmp_path, interrupt_when=pidfile)
     assert res.returncode == 130 and "interrupted" in res.stderr, res.stderr
     assert pid_gone(pidfile)
     pidfile.unlink()
@@ -163,6 +149,6 @@ def test_gate():
     pass
 """)
     res = run_bounded([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                       f"--goodput-serve={serve}"], pytester.path, interrupt_after=6.0)
+                       f"--goodput-serve={serve}"], pytester.path, interrupt_when=pidfile)
     assert res.returncode == pytest.ExitCode.INTERRUPTED, res.stdout
     assert pid_gone(pidfile)

@@ -13,12 +13,14 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from pytest_goodput.plugin.settings import SettingsError, resolve
+
+sys.path.insert(0, str(Path(__file__).parent))
+from echoserver import pid_gone  # noqa: E402
 
 pytest_plugins = ["pytester"]
 
@@ -37,17 +39,6 @@ def never_ready(pidfile: Path) -> str:
 
 def echo(mode: str) -> str:
     return f"{PY} {shlex.quote(str(ECHO))} --port {{port}} --mode {mode} --max-seconds 60"
-
-
-def gone(pidfile: Path) -> bool:
-    pid = int(pidfile.read_text())
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture
@@ -100,7 +91,7 @@ def test_cli_engine_never_ready_fails_in_the_timeout_with_its_log(tmp_path, tmpd
     res = cli("run", "--serve", never_ready(pidfile), "--ready-timeout", "2", *CLI_SMALL, cwd=tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "not ready after 2 s" in res.stderr and "Traceback" not in res.stderr
-    assert gone(pidfile)  # no orphan
+    assert pid_gone(pidfile)  # no orphan
     kept = engine_dirs(tmpdir_env)
     assert len(kept) == 1 and str(kept[0] / "engine.log") in res.stderr
 
@@ -119,7 +110,7 @@ def test_gate():
     assert res.ret == 1
     res.stdout.fnmatch_lines(["*pytest-goodput: engine command:*", "*not ready after 2 s*"])
     assert "Traceback" not in res.stdout.str() and "INTERNALERROR" not in res.stdout.str()
-    assert gone(pidfile)
+    assert pid_gone(pidfile)
     assert len(engine_dirs(tmpdir_env)) == 1
 
 
