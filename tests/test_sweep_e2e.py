@@ -24,7 +24,7 @@ from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.outcome import TestOutcome as Outcome
 from pytest_goodput.schema.spec import ScenarioSpec
 
 pytestmark = pytest.mark.slow
@@ -103,12 +103,12 @@ def test_sweep_yields_a_frontier_with_a_knee(baseline: Measurement) -> None:
     assert len(pareto_frontier(list(pts.values()))) >= 3
 
 
-def gate(base: Measurement, cur: Measurement) -> TestOutcome:
+def gate(base: Measurement, cur: Measurement) -> Outcome:
     """The gate's outcome for the sweep: the one ``judge`` the plugin and the CLI call."""
     return judge("test_perf.py::test_sweep", from_measurement(cur), from_measurement(base), Policy())
 
 
-def by_load(outcome: TestOutcome) -> dict[float, str]:
+def by_load(outcome: Outcome) -> dict[float, str]:
     assert outcome.frontier is not None
     return {p["load"]: p["verdict"] for p in outcome.frontier["comparison"]["by_load"]}
 
