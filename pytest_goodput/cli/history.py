@@ -4,7 +4,7 @@ Reads the history files ``--goodput-update-baseline`` appends (``docs/history.md
 prints, per test and gated metric, the series' change points (commit, before → after,
 change, p-value), the drift since a reference run, and the creep gate's reading of the
 newest run. The plugin's ``--goodput-history-gate`` reads the same files through
-:func:`apply_history_gate`, so the command and the gate cannot disagree.
+:func:`pytest_goodput.run.history.apply_history_gate`, so the command and the gate cannot disagree.
 Exit status: 0 fine, 1 a metric's newest run continues a creep, 2 usage or bad input.
 """
 
@@ -22,21 +22,15 @@ from pytest_goodput.judge.changepoints import (
     Series,
     Settings,
     creep,
-    creep_gate,
     detect,
     drift,
     relative,
     worse_by,
 )
-from pytest_goodput.judge.judge import metric_defs
-from pytest_goodput.measure.headline import measurement_metrics
 from pytest_goodput.report.vocabulary import fmt_change, fmt_value, metric_info, metric_label
-from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.history import HistoryEntry
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.registry import lookup_info, metric
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.run.history import newest_identity, series_of
 from pytest_goodput.store import history as store
 
 EXIT_OK, EXIT_CREPT, EXIT_USAGE = 0, 1, 2
@@ -61,75 +55,6 @@ def add_history_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]
                    help=f"main-branch runs the creep check looks back over (default {DEFAULT_WINDOW})")
     p.add_argument("--tolerance", type=float, help="creep tolerance for every metric "
                    "(default: each metric's tolerance as its test resolved it)")
-
-
-def label(entry: HistoryEntry, index: int) -> str:
-    """How a run is named: its commit (12 characters) or, without one, its position."""
-    return entry.commit[:12] if entry.commit else f"run {index + 1}"
-
-
-def newest_identity(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
-    """The entries sharing the newest entry's identity (hardware, model, scenario)."""
-    if not entries:
-        return []
-    key = entries[-1].identity_key
-    return [e for e in entries if e.identity_key == key]
-
-
-def series_of(entries: Sequence[HistoryEntry], path: str) -> Optional[Series]:
-    """A metric's series over ``entries`` (runs without the metric skipped); None if empty."""
-    pairs = [(label(e, i), e.metrics[path]) for i, e in enumerate(entries) if path in e.metrics]
-    if not pairs:
-        return None
-    return Series(labels=[p[0] for p in pairs], values=[p[1] for p in pairs])
-
-
-def apply_history_gate(outcome: TestOutcome, spec: ScenarioSpec, directory: Path, *,
-                       tolerance: Optional[float] = None, window: int = DEFAULT_WINDOW,
-                       ) -> tuple[TestOutcome, list[str]]:
-    """The creep gate for one pull-request run: its gated metrics against the test's history
-    of the same identity. Crept metrics become *regressed* comparisons (method ``creep``);
-    they and metrics already regressed get a trend chart. Returns warnings about damaged
-    history lines; raises :class:`ChangePointsUnavailable` without the ``history`` extra."""
-    read = store.read(store.path_for(directory, outcome.nodeid), outcome.nodeid)
-    identity = Fingerprint.from_flat(outcome.current_env).identity
-    entries = [e for e in read.entries if e.environment.identity == identity]
-    defs = metric_defs(spec, tolerance)
-    series = {d.path: s for d in defs if (s := series_of(entries, d.path)) is not None}
-    comparisons, trends = creep_gate(
-        series, dict(outcome.key_metrics), [(d.path, d.direction, d.tolerance) for d in defs],
-        window=window, regressed=[c.metric for c in outcome.regressed])
-    if not comparisons and not trends:
-        return outcome, read.warnings
-    return outcome.model_copy(update={"comparisons": [*outcome.comparisons, *comparisons],
-                                      "trends": [*outcome.trends, *trends]}), read.warnings
-
-
-def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Measurement], *,
-                 directory: Path, record: bool, gate: bool, tolerance: Optional[float] = None,
-                 window: int = DEFAULT_WINDOW) -> tuple[TestOutcome, list[str]]:
-    """What the plugin does with the history after gating one test: in update mode, append
-    the recorded sessions (when the baseline was written); with the creep gate on, judge the
-    run against the history. Returns the outcome and errors for the session (a history that
-    could not be written)."""
-    if record and outcome.baseline_status == "updated":
-        defs = metric_defs(spec, tolerance)
-        try:
-            store.record(directory, outcome.nodeid, [measurement_metrics(m) for m in sessions],
-                         Fingerprint.from_flat(outcome.current_env),
-                         tolerances={d.path: d.tolerance for d in defs})
-        except OSError as exc:
-            return outcome, [f"{outcome.nodeid}: history not recorded: {exc}"]
-        return outcome, []
-    if not gate or record or outcome.error:
-        return outcome, []
-    try:
-        gated, warnings = apply_history_gate(outcome, spec, directory, tolerance=tolerance, window=window)
-    except (ChangePointsUnavailable, store.HistoryError) as exc:
-        return outcome.model_copy(update={"error": f"--goodput-history-gate: {exc}"}), []
-    if warnings:
-        gated = gated.model_copy(update={"notes": [*gated.notes, *warnings]})
-    return gated, []
 
 
 def _reference(series: Series, since: Optional[str]) -> tuple[Optional[int], str]:

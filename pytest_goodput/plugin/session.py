@@ -13,12 +13,12 @@ from typing import Callable, Optional
 import pytest
 
 from pytest_goodput.engines import engine as eng
-from pytest_goodput.cli.history import history_step
 from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.gating import gate
+from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
