@@ -10,12 +10,13 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Any, Literal, Optional
+from typing import Any, Callable, Literal, Optional, Sequence
 
 import httpx
 
 from pytest_goodput._version import __version__
 from pytest_goodput.engines.launch import launch as start
+from pytest_goodput.schema.cpus import format_cpus
 from pytest_goodput.schema.endpoint import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register_env, register_url
 
@@ -62,6 +63,11 @@ class Engine:
         self._handle = self._start()
         self.base_url = self._handle.base_url
         self.log_path = str(self._handle.log_path)
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The process id of an engine this process started (None when attached)."""
+        return getattr(self._handle, "pid", None)
 
     def resolve_model(self, timeout_s: float = 10.0) -> str:
         """The model name to request: as configured, else the engine's first listed model."""
@@ -127,12 +133,14 @@ def launch(
     api_key_env: Optional[str] = None,
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
     env: Optional[dict[str, str]] = None,
+    cpus: Optional[Sequence[int]] = None,
 ) -> Engine:
-    """Start ``command`` (``{port}`` is replaced by a free port) and wait until it is ready."""
+    """Start ``command`` (``{port}`` is replaced by a free port) and wait until it is ready;
+    ``cpus`` keeps it (and everything it starts) on those CPUs."""
     register_env(api_key_env)
 
     def fresh() -> Any:
-        return start(command, env=env, ready_timeout_s=ready_timeout_s)
+        return start(command, env=env, ready_timeout_s=ready_timeout_s, cpus=cpus)
 
     handle = fresh()
     argv = command if isinstance(command, list) else shlex.split(command)
@@ -144,6 +152,7 @@ def launch(
         provenance={
             "engine": os.path.basename(argv[0]) if argv else "?",
             "engine_cmd": redact(shlex.join(argv)),
+            **({"engine_cpus": format_cpus(cpus)} if cpus else {}),
         },
         log_path=str(handle.log_path),
         _handle=handle,
@@ -151,7 +160,7 @@ def launch(
     )
 
 
-def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
+def simulator(model: Optional[str] = None, cpus: Optional[Sequence[int]] = None, **knobs: Any) -> Engine:
     """Start the embedded simulator in its own process; ``knobs`` override its profile.
 
     Knobs go through ``GOODPUT_SIM_*`` variables so a test can start a deliberately slowed
@@ -165,7 +174,7 @@ def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
     if model:
         cmd += ["--model", model]
     def fresh() -> Any:
-        return start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True)
+        return start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True, cpus=cpus)
 
     handle = fresh()
     sim_env = {k: v for k, v in env.items() if k.startswith("GOODPUT_SIM_")}
@@ -173,6 +182,8 @@ def simulator(model: Optional[str] = None, **knobs: Any) -> Engine:
     prov = {"engine": "pytest-goodput-sim", "engine_version": __version__}
     if sim_env:
         prov["engine_flags"] = redact(" ".join(f"{k}={v}" for k, v in sorted(sim_env.items())))
+    if cpus:
+        prov["engine_cpus"] = format_cpus(cpus)
     return Engine(
         kind="simulator",
         base_url=handle.base_url,
@@ -191,10 +202,14 @@ def select(
     model: Optional[str],
     api_key_env: Optional[str],
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S,
+    cpus: Optional[Sequence[int]] = None,
 ) -> Engine:
-    """Attach if a URL is given, else launch if a command is given, else the simulator."""
+    """Attach if a URL is given, else launch if a command is given, else the simulator.
+    ``cpus`` pins an engine this process starts; an attached one cannot be pinned."""
     if url:
+        if cpus:
+            raise ValueError("engine CPUs apply to an engine the plugin starts, not to one attached by URL")
         return attach(url, model, api_key_env)
     if serve:
-        return launch(serve, model, api_key_env, ready_timeout_s=ready_timeout_s)
-    return simulator(model)
+        return launch(serve, model, api_key_env, ready_timeout_s=ready_timeout_s, cpus=cpus)
+    return simulator(model, cpus=cpus)

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +32,7 @@ from pytest_goodput.engines.procgroup import (
     track,
     untrack,
 )
+from pytest_goodput.schema.cpus import format_cpus
 from pytest_goodput.schema.endpoint import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register, register_command, secret_name
 
@@ -240,14 +242,16 @@ def launch(
     base_url: Optional[str] = None,
     url_from_stdout: Optional[bool] = None,
     grace_s: float = 10.0,
+    cpus: Optional[Sequence[int]] = None,
 ) -> LaunchedEngine:
     """Start ``cmd`` and return once it answers on a health path.
 
     The URL comes from, in this order: a ``{port}`` placeholder in ``cmd`` (filled with a
     free port, ``base_url`` then defaults to ``http://{host}:{port}/v1``); an explicit
     ``base_url`` (may use ``{host}``/``{port}``); else the first stdout line that is a URL
-    (``url_from_stdout``). ``env`` is added to the current environment. Raises
-    ``EngineStartError`` with the command, the reason and the log tail.
+    (``url_from_stdout``). ``env`` is added to the current environment. ``cpus`` pins the
+    engine and everything it starts to those CPUs. Raises ``EngineStartError`` with the
+    command, the reason and the log tail.
     """
     argv = shlex.split(cmd) if isinstance(cmd, str) else [str(a) for a in cmd]
     if not argv:
@@ -270,7 +274,7 @@ def launch(
     opts = dict(
         env={**os.environ, **(env or {})}, cwd=cwd, ready_timeout_s=ready_timeout_s,
         log_path=log_path, log_dir=log_dir, health_paths=tuple(health_paths), host=host, base_url=base_url,
-        url_from_stdout=url_from_stdout, grace_s=grace_s,
+        url_from_stdout=url_from_stdout, grace_s=grace_s, cpus=tuple(cpus) if cpus else None,
     )
     if not has_port:
         return _launch_once(argv, None, retry_on_clash=False, **opts)  # type: ignore[arg-type]
@@ -294,6 +298,7 @@ def _launch_once(
     ready_timeout_s: float, log_path: str, log_dir: Optional[str], health_paths: tuple[str, ...],
     host: str,
     base_url: Optional[str], url_from_stdout: bool, grace_s: float, retry_on_clash: bool,
+    cpus: Optional[tuple[int, ...]] = None,
 ) -> LaunchedEngine:
     real = [a.replace(PORT_PLACEHOLDER, str(port)) for a in argv] if port is not None else argv
     shown = redact(shlex.join(real))
@@ -311,9 +316,12 @@ def _launch_once(
     log = open(log_path, "ab", buffering=0)
     since = log.tell()
     log.write(f"$ {shown}\n".encode())
+    if cpus:
+        log.write(f"# on CPUs {format_cpus(cpus)}\n".encode())
+    spawned = [sys.executable, "-m", "pytest_goodput.engines.pinned", format_cpus(cpus), "--", *real] if cpus else real
     try:
         proc = subprocess.Popen(
-            real, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            spawned, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             cwd=cwd, env=env, start_new_session=True,
         )
     except OSError as e:

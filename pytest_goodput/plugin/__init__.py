@@ -132,11 +132,26 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, ini)
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-goodput: {exc}") from None
+    if settings.engine_cpus or settings.client_cpus:
+        _check_cpus(settings)
     config.stash[_settings_key] = settings
     config.stash[_collected_key] = _Collected()
     if settings.update:
         # Recording reports unused baselines at the end even when no goodput test ran.
         _session(config)
+
+
+def _check_cpus(settings: Settings) -> None:
+    """CPU sets that do not fit this machine are a usage error now, not a failed test later."""
+    from pytest_goodput.run.affinity import plan
+    from pytest_goodput.schema.cpus import CpuSetError
+
+    try:
+        plan(settings.engine_cpus, settings.client_cpus, client_count=settings.workers or 1)
+    except CpuSetError as exc:
+        where = " / ".join(settings.sources.get(k, k) for k in ("engine_cpus", "client_cpus")
+                           if getattr(settings, k))
+        raise pytest.UsageError(f"pytest-goodput: {where}: {exc}") from None
 
 
 def _session(config: pytest.Config) -> "GoodputSession":

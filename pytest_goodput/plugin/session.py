@@ -17,6 +17,8 @@ from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.plugin.settings import Settings
+from pytest_goodput.run.affinity import ClientPlacement
+from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.measurement import Measurement
@@ -33,6 +35,8 @@ class GoodputSession:
         self.rootdir = rootdir
         self._engine: Optional[Engine] = None
         self._extra_engines: list[Engine] = []
+        self._cpu_plan: Optional[tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]] = None
+        self._placement: Optional[ClientPlacement] = None
         self.outcomes: list[TestOutcome] = []
         self.measurements: dict[str, Measurement] = {}
         self.errors: list[str] = []
@@ -48,11 +52,25 @@ class GoodputSession:
         """The session's engine, started on first use (so ``--co`` starts nothing)."""
         if self._engine is None:
             s = self.settings
+            engine_cpus = self._cpus()[0]
             self._engine = _started(lambda: select(
                 url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env,
-                ready_timeout_s=s.ready_timeout,
+                ready_timeout_s=s.ready_timeout, cpus=engine_cpus,
             ))
+            self._place_client()
         return self._engine
+
+    def _cpus(self) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
+        """The engine's and the client's CPU sets (``--goodput-engine-cpus``/``-client-cpus``)."""
+        if self._cpu_plan is None:
+            s = self.settings
+            self._cpu_plan = plan_cpus(s.engine_cpus, s.client_cpus, client_count=s.workers or 1)
+        return self._cpu_plan
+
+    def _place_client(self) -> None:
+        client = self._cpus()[1]
+        if client and self._placement is None:
+            self._placement = ClientPlacement(client)
 
     def start_engine(self, *, serve: Optional[str] = None, url: Optional[str] = None,
                      model: Optional[str] = None, **sim_knobs: object) -> Engine:
@@ -63,9 +81,10 @@ class GoodputSession:
             e = _started(lambda: eng.attach(url, model or s.model, s.api_key_env))
         elif serve:
             e = _started(lambda: eng.launch(serve, model or s.model, s.api_key_env,
-                                            ready_timeout_s=s.ready_timeout))
+                                            ready_timeout_s=s.ready_timeout, cpus=self._cpus()[0]))
         else:
-            e = _started(lambda: eng.simulator(model, **sim_knobs))
+            e = _started(lambda: eng.simulator(model, cpus=self._cpus()[0], **sim_knobs))
+        self._place_client()
         self._extra_engines.append(e)
         return e
 
@@ -78,6 +97,9 @@ class GoodputSession:
             e.close(keep_log=keep)
         self._extra_engines.clear()
         self._engine = None
+        if self._placement is not None:
+            self._placement.restore()
+            self._placement = None
         self.kept_logs += [log for e in engines for log in e.kept_logs]
 
     # --- judging -------------------------------------------------------------------------

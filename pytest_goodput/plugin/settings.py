@@ -84,6 +84,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("history_gate", "fail a run that continues a creep: the last --goodput-history-window "
            "main-branch runs and this one lost more than the tolerance", "bool"),
     Option("history_window", "main-branch runs the creep gate looks back over (default 20)", "int"),
+    Option("engine_cpus", "CPUs an engine the plugin starts (--goodput-serve or the simulator) runs on, "
+           "with everything it starts: a list such as 0-3,6, or auto (the client keeps the last "
+           "CPU, the engine the rest)"),
+    Option("client_cpus", "CPUs the load generator runs on while the session's engine runs: a "
+           "list such as 7, or auto (the last CPU; the engine, when started here, the rest)"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -144,6 +149,8 @@ class Settings:
     history_dir: Optional[str] = None
     history_gate: bool = False
     history_window: int = 20
+    engine_cpus: Optional[str] = None
+    client_cpus: Optional[str] = None
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -154,6 +161,18 @@ class Settings:
                 # ``not compare(...)`` also rejects NaN, which fails every comparison
                 if value is not None and not compare(value, limit):
                     raise OutOfBoundsError(f.name, f"Input should be {words} {limit}")
+            if f.name in ("engine_cpus", "client_cpus") and value is not None \
+                    and str(value).strip().lower() != "auto":
+                from pytest_goodput.schema.cpus import CpuSetError, parse_cpus  # only when set
+
+                try:
+                    parse_cpus(value)
+                except CpuSetError as exc:
+                    raise OutOfBoundsError(f.name, str(exc)) from None
+        if self.url and self.engine_cpus:
+            raise OutOfBoundsError("engine_cpus", "applies to an engine the plugin starts "
+                                   "(--goodput-serve or the simulator), not to one attached by URL; "
+                                   "pin that engine where it is started, or set only client CPUs")
 
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": _float, "bool": _bool, "int": int}

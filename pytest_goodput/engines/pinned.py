@@ -1,0 +1,35 @@
+"""``python -m pytest_goodput.engines.pinned CPUS -- CMD...``: run CMD on the CPU list CPUS.
+
+The affinity is set before CMD is executed, so every thread and child process the engine
+ever starts inherits it (setting it from outside after the start would miss threads the
+engine already made). Used by :func:`pytest_goodput.engines.launch.launch` with ``cpus=``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pytest_goodput.schema.cpus import CpuSetError, parse_cpus
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: python -m pytest_goodput.engines.pinned CPUS -- COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    try:
+        cpus = parse_cpus(argv[0])
+        os.sched_setaffinity(0, cpus)
+    except (CpuSetError, OSError) as exc:
+        print(f"pytest-goodput: cannot run the engine on CPUs {argv[0]}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        os.execvp(argv[2], argv[2:])
+    except OSError as exc:
+        print(f"pytest-goodput: cannot start {argv[2]!r}: {exc}", file=sys.stderr)
+        return 127
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,80 @@
+"""Keeping the load generator on its own CPUs (and, where permitted, ahead of neighbours).
+
+The client's timestamps are only as good as its promptness. :class:`ClientPlacement` moves
+every thread of this process to the client's CPU set for as long as the engine runs (new
+threads and worker processes inherit it) and raises the threads' scheduling priority when
+the system allows it; :meth:`ClientPlacement.restore` puts both back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+from pytest_goodput.schema.cpus import CpuSetError, format_cpus, plan_cpus
+
+#: How much the client's threads ask to be favoured (a nice decrement; needs CAP_SYS_NICE).
+PRIORITY_BOOST = 5
+
+
+def available_cpus() -> tuple[int, ...]:
+    """The CPUs this process may run on."""
+    if not hasattr(os, "sched_getaffinity"):
+        raise CpuSetError("CPU pinning needs Linux (os.sched_setaffinity)")
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def plan(engine: Optional[str], client: Optional[str], *, client_count: int = 1,
+         ) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
+    """The engine's and the client's CPU sets for this machine (see ``schema.cpus.plan_cpus``)."""
+    if engine is None and client is None:
+        return None, None
+    return plan_cpus(engine, client, available_cpus(), client_count=client_count)
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
+class ClientPlacement:
+    """This process's threads on ``cpus``; ``boosted`` says whether the priority rose too."""
+
+    def __init__(self, cpus: Sequence[int]) -> None:
+        self.cpus = tuple(cpus)
+        self._affinity: dict[int, set[int]] = {}
+        self._nice: dict[int, int] = {}
+        for tid in _threads():
+            try:
+                self._affinity[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, self.cpus)
+            except OSError:  # a thread that ended meanwhile
+                continue
+            try:
+                now = os.getpriority(os.PRIO_PROCESS, tid)
+                os.setpriority(os.PRIO_PROCESS, tid, now - PRIORITY_BOOST)
+                self._nice[tid] = now
+            except OSError:  # not permitted (no CAP_SYS_NICE): pinning alone still helps
+                pass
+        self.boosted = bool(self._nice)
+
+    def describe(self) -> str:
+        return f"client on CPUs {format_cpus(self.cpus)}" + (
+            f", priority raised by {PRIORITY_BOOST}" if self.boosted else "")
+
+    def restore(self) -> None:
+        """Give every thread its affinity and priority back."""
+        for tid, cpus in self._affinity.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
+        for tid, nice in self._nice.items():
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            except OSError:
+                pass
+        self._affinity.clear()
+        self._nice.clear()
