@@ -84,6 +84,7 @@ class GoodputHarness:
     def _valid_measurement(self, engine: Optional[Engine]) -> Measurement:
         assert self.spec is not None
         m = self._measure(self.spec, engine)
+        self.notes += m.notes  # sweep points and capacity probes re-measured on the way
         reasons = [r for run in m.runs for r in run.client.reasons]
         if reasons and m.kind == "runs":
             # The client, not the server, set the pace: that run says nothing about the
@@ -95,6 +96,7 @@ class GoodputHarness:
             if self._progress_stream is not None:
                 self._progress_stream.write(remeasure_line(self._nodeid, reasons) + "\n")
             m = self._measure(self.spec, engine)
+            self.notes += m.notes
         return m
 
     def _relaunch(self, engine: Optional[Engine], i: int, sessions: int) -> None:

@@ -92,6 +92,18 @@ class Tracker:
             self._base += last[0]
 
 
+def valid_once(name: str, notes: list[str], run: Callable[[], RunResult]) -> RunResult:
+    """``run()``, and once more if the client set its pace (a hiccup on a shared machine
+    must not stop a capacity search or leave a sweep point unjudgeable); ``notes`` says so.
+    A second invalid run is kept: its test is then invalid, with the reasons."""
+    result = run()
+    if result.client.valid:
+        return result
+    reasons = "; ".join(result.client.reasons) or "client health check failed"
+    notes.append(f"{name} re-measured once: the client set the pace of the first run ({reasons})")
+    return run()
+
+
 def point_spec(spec: ScenarioSpec, value: float) -> ScenarioSpec:
     """The single-load spec of one sweep point."""
     if spec.sweep_over == "rate":
@@ -115,10 +127,15 @@ def measure(
     if spec.scenario == "capacity":
         tracker = Tracker(progress, None, stage)
 
-        def probe(s: ScenarioSpec, e: Engine, _p: Optional[ProgressFn]) -> RunResult:
-            return tracker.run(f"probe at {s.rate:g} req/s,", lambda p: run_once(s, e, p))
+        notes: list[str] = []
 
-        return search(spec, engine, probe, None, plan=lambda n: setattr(tracker, "runs", n))
+        def probe(s: ScenarioSpec, e: Engine, _p: Optional[ProgressFn]) -> RunResult:
+            return valid_once(f"probe at {s.rate:g} req/s", notes, lambda: tracker.run(
+                f"probe at {s.rate:g} req/s,", lambda p: run_once(s, e, p)))
+
+        m = search(spec, engine, probe, None, plan=lambda n: setattr(tracker, "runs", n))
+        m.notes += notes
+        return m
     tracker = Tracker(progress, spec.repeats, stage if spec.repeats > 1 else None)
     # Repeats share the seed: same prompts and schedule, so their spread is run-to-run noise.
     runs = [tracker.run("repeat", lambda p: run_once(spec, engine, p)) for _ in range(spec.repeats)]
@@ -130,7 +147,9 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
     assert spec.sweep is not None
     tracker = Tracker(progress, len(spec.sweep), stage)
     kind = "rate" if spec.sweep_over == "rate" else "concurrency"
-    runs = [tracker.run(f"{kind} {v:g}, point", lambda p, v=v: run_once(point_spec(spec, v), engine, p))
+    notes: list[str] = []
+    runs = [valid_once(f"{kind} {v:g}", notes, lambda v=v: tracker.run(
+                f"{kind} {v:g}, point", lambda p: run_once(point_spec(spec, v), engine, p)))
             for v in spec.sweep]
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
     front = pareto_frontier(points)
@@ -138,6 +157,7 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
         spec=spec,
         runs=runs,
         kind="sweep",
+        notes=notes,
         frontier={
             "points": [p.model_dump(mode="json") for p in points],
             "current": [p.model_dump(mode="json") for p in front],

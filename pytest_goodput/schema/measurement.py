@@ -19,6 +19,7 @@ class Measurement:
     frontier: Optional[dict] = None
     capacity: Optional[dict] = None
     extra: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the run did on the way (re-measured points)
 
     @property
     def result(self) -> RunResult:
