@@ -132,3 +132,27 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ('error: change-point detection needs ruptures: '
                                    'pip install "pytest-goodput[history]"')
+
+
+def test_plot_draws_the_series_with_its_change_point(tmp_path):
+    pytest.importorskip("matplotlib")
+    write_history(tmp_path / "hist", STEP)
+    proc = history("hist", "--plot", "plots", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    svg = tmp_path / "plots" / "tests_test_perf.py_test_chat__goodput.requests_per_s.svg"
+    assert f"    plot: plots/{svg.name}\n" in proc.stdout
+    text = svg.read_text()
+    assert text.startswith("<?xml") and "<svg" in text
+    assert "-8.0%" in text and "c01200000000" in text  # the change point's label and its commit
+    again = history("hist", "--plot", "plots", cwd=tmp_path)
+    assert again.returncode == 0 and svg.read_text() == text  # reproducible: diffs cleanly
+
+
+def test_plot_without_matplotlib_says_what_to_install(tmp_path):
+    write_history(tmp_path / "hist", STEP)
+    blocker = tmp_path / "block"
+    (blocker / "matplotlib").mkdir(parents=True)
+    (blocker / "matplotlib" / "__init__.py").write_text("raise ImportError('not installed')\n")
+    proc = history("hist", "--plot", "plots", cwd=tmp_path, env={"PYTHONPATH": str(blocker)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == 'error: trend plots need matplotlib: pip install "pytest-goodput[plot]"'

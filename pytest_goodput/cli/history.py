@@ -30,6 +30,8 @@ from pytest_goodput.judge.changepoints import (
 from pytest_goodput.report.vocabulary import fmt_change, fmt_value, metric_info, metric_label
 from pytest_goodput.schema.history import HistoryEntry
 from pytest_goodput.schema.registry import lookup_info, metric
+from pytest_goodput.report.plot import PlotUnavailable
+from pytest_goodput.report.trend_plot import plot_trend, trend_file_name
 from pytest_goodput.run.history import newest_identity, series_of
 from pytest_goodput.store import history as store
 
@@ -55,6 +57,8 @@ def add_history_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]
                    help=f"main-branch runs the creep check looks back over (default {DEFAULT_WINDOW})")
     p.add_argument("--tolerance", type=float, help="creep tolerance for every metric "
                    "(default: each metric's tolerance as its test resolved it)")
+    p.add_argument("--plot", metavar="DIR", help="also draw each analysed metric's series with its "
+                   "change points to DIR/<test>__<metric>.svg (pytest-goodput[plot])")
 
 
 def _reference(series: Series, since: Optional[str]) -> tuple[Optional[int], str]:
@@ -84,6 +88,11 @@ def _analyse(entries: list[HistoryEntry], path: str, ns: argparse.Namespace,
         return [head, "    no values recorded"], False, ns.since is None
     lines = [head + f", {len(s.values)} runs"]
     points = detect(s.values, settings)
+    if ns.plot:
+        drawn = plot_trend(s.labels, s.values, points, title=f"{entries[-1].nodeid}: {metric_label(path)}",
+                           ylabel=f"{metric_label(path)}", path=Path(ns.plot) / trend_file_name(
+                               entries[-1].nodeid, path))
+        lines.append(f"    plot: {drawn}")
     for cp in points:
         word = "worse" if worse_by(cp.change, info.direction) > 0 else "better"
         lines.append(f"    change point at {s.labels[cp.index]} (run {cp.index + 1}): "
@@ -123,8 +132,11 @@ def cmd_history(ns: argparse.Namespace) -> int:
             raise ValueError(f"--tolerance must be in [0, 1), got {ns.tolerance}")
         wanted = [metric(m).path for m in ns.metric or []]
         return _report(Path(ns.dir), ns, settings, wanted)
-    except (ValueError, store.HistoryError, ChangePointsUnavailable) as exc:
+    except (ValueError, store.HistoryError, ChangePointsUnavailable, PlotUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"error: cannot write the plot: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
 
