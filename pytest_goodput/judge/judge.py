@@ -15,6 +15,7 @@ from pytest_goodput.judge.capacity import capacity_comparison
 from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
+from pytest_goodput.judge.reasoning import reasoning_note
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.verdicts import MetricDef, compare
 from pytest_goodput.schema.evidence import Evidence
@@ -121,6 +122,10 @@ def judge(
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = {**frontier, "baseline": baseline.frontier, "comparison": frontier_cmp}
+    # A model that thinks longer is slower to answer at the same engine speed: say so.
+    note = reasoning_note(baseline.history, current.samples)
+    if note is not None:
+        update["notes"] = [*outcome.notes, note]
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )

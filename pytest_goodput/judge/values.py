@@ -57,9 +57,12 @@ def latency_column(s: Samples, path: str, *, failures_as_inf: bool) -> np.ndarra
     """The latency column a ``metrics.<column>.<stat>`` path names, sorted.
 
     Successful requests with a value (a one-token answer has no TPOT) and, when
-    ``failures_as_inf``, one +∞ per failed request.
+    ``failures_as_inf``, one +∞ per failed request. Empty when the samples lack the column
+    (TTFO and reasoning tokens in baselines recorded before they were kept).
     """
     col = getattr(s, path.split(".")[1])
+    if col is None:
+        return np.empty(0, dtype=float)
     vals = [v for v, ok in zip(col, s.ok) if ok and finite(v)]
     if failures_as_inf:
         vals += [math.inf] * failures(s)[0]
@@ -110,7 +113,15 @@ def pooled(runs: Sequence[Samples]) -> Optional[Samples]:
         e2e_ms=[v for r in runs for v in r.e2e_ms],
         output_tokens=[v for r in runs for v in r.output_tokens],
         prompt_tokens=[v for r in runs for v in r.prompt_tokens],
+        ttfo_ms=_optional_column(runs, "ttfo_ms"),
+        reasoning_tokens=_optional_column(runs, "reasoning_tokens"),
     )
+
+
+def _optional_column(runs: Sequence[Samples], name: str) -> Optional[list]:
+    """A column only some baselines keep, pooled: None unless every run has it."""
+    cols = [getattr(r, name) for r in runs]
+    return None if any(c is None for c in cols) else [v for c in cols for v in c]
 
 
 def _geomean(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -167,7 +178,9 @@ def common_prefix(baseline_runs: Sequence[Samples], current_runs: Sequence[Sampl
             "window_s": s.window_s * m / n, "ok": s.ok[:m],
             "good": s.good[:m] if s.good is not None else None, "ttft_ms": s.ttft_ms[:m],
             "tpot_ms": s.tpot_ms[:m], "e2e_ms": s.e2e_ms[:m], "output_tokens": s.output_tokens[:m],
-            "prompt_tokens": s.prompt_tokens[:m]})
+            "prompt_tokens": s.prompt_tokens[:m],
+            "ttfo_ms": s.ttfo_ms[:m] if s.ttfo_ms is not None else None,
+            "reasoning_tokens": s.reasoning_tokens[:m] if s.reasoning_tokens is not None else None})
 
     return [cut(s) for s in baseline_runs], [cut(s) for s in current_runs]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.registry import KEY_METRICS
+from pytest_goodput.schema.registry import KEY_METRICS, REASONING_KEY_METRICS
 from pytest_goodput.schema.results import RunResult
 
 
@@ -20,8 +20,12 @@ def lookup(result: RunResult, path: str) -> Optional[float]:
 
 
 def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
-    """The registry's key metrics of one run (those the run has)."""
-    values = {p: lookup(result, p) for p in KEY_METRICS}
+    """The registry's key metrics of one run (those the run has); TTFO and the reasoning
+    length too when the model reasoned."""
+    paths = KEY_METRICS
+    if (result.metrics.reasoning_tokens.mean or 0.0) > 0:
+        paths += REASONING_KEY_METRICS
+    values = {p: lookup(result, p) for p in paths}
     return {p: v for p, v in values.items() if v is not None}
 
 

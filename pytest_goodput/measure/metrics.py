@@ -66,6 +66,7 @@ def is_good(record: RequestRecord, spec: ScenarioSpec) -> bool:
         return False
     for name, limit, value in (
         ("ttft", spec.ttft_ms, record.ttft_ms),
+        ("ttfo", spec.ttfo_ms, record.ttfo_ms),  # None: no answer came (reasoning only)
         ("tpot", spec.tpot_ms, record.tpot_ms),
         ("e2e", spec.e2e_ms, record.e2e_ms),
     ):
@@ -220,7 +221,8 @@ def percentile_checks(
     """Check each ``<metric>_p<P>_ms`` SLO, with the MLPerf early-stopping proof.
 
     A failed request is one sample at +∞ (ITL included): it delivered nothing in time. So is
-    a TPOT that two or more tokens arriving at one instant leave undefined.
+    a TPOT that two or more tokens arriving at one instant leave undefined, and a TTFO of a
+    request whose reasoning used up its output (no answer came).
     """
 
     checks = []
@@ -311,7 +313,10 @@ def summarize(
         tpot_ms=distribution(r.tpot_ms for r in ok),
         itl_ms=distribution(v for r in ok for v in r.itl_ms),
         e2e_ms=distribution(r.e2e_ms for r in ok),
+        ttfo_ms=distribution(r.ttfo_ms for r in ok),
+        reasoning_tokens=distribution(float(r.reasoning_tokens) for r in ok),
     )
+    split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}
     return RunResult(
         spec=spec,
         load=load or {},
@@ -329,6 +334,8 @@ def summarize(
         send_lag_ms=distribution(r.send_lag_ms for r in measured),
         failures=dict(sorted(Counter(r.error_kind for r in measured if not r.ok and r.error_kind).items())),
         token_count_source=max(sources, key=_TOKEN_SOURCE_RANK.__getitem__),
+        reasoning_token_source=max(split_sources, key=_TOKEN_SOURCE_RANK.__getitem__)
+        if split_sources else None,
         client=judge_loop_lag(client, metrics.ttft_ms.p50, metrics.itl_ms.p50),
         server_metrics=server_metrics or {},
         requests=records,

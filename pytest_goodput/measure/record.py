@@ -11,6 +11,10 @@ Pure: no I/O. Definitions follow ``docs/metrics.md``:
   that is not a positive integer, or above ``max(USAGE_TOKEN_FACTOR x requested, chunks)``,
   makes the stream malformed (it would also size the ITL list);
 * TTFT and E2E count from ``sent_at``, or from ``scheduled_at`` for open-loop plans;
+  TTFO (time to first output) counts from the same origin to the first *answer* chunk:
+  reasoning text (``reasoning_content`` / ``reasoning``) is a content chunk for TTFT but
+  not an answer; reasoning and answer tokens split the output count
+  (:mod:`pytest_goodput.measure.reasoning`);
 * TPOT = (t_last - t_first) / (N - 1) for N >= 2, undefined (``tokens_at_once``) when
   all N tokens arrived at one instant;
 * ITL holds one value per token after the first content chunk: each gap between
@@ -29,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from pytest_goodput.measure.reasoning import split_output
 from pytest_goodput.measure.sse import SSELimitError, SSEParser
 from pytest_goodput.schema.results import RequestRecord
 
@@ -49,6 +54,8 @@ class ParsedResponse:
     response_id: Optional[str] = None
     times: list[float] = field(default_factory=list)  # one per content chunk
     texts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)  # each chunk's reasoning text
+    answers: list[str] = field(default_factory=list)  # each chunk's answer text
     usage: Optional[dict[str, Any]] = None
     problem: Optional[str] = None  # first reason the response is malformed
 
@@ -58,13 +65,14 @@ def _excerpt(text: str, limit: int = _EXCERPT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _choice_text(choice: Any) -> str:
+def _choice_parts(choice: Any) -> tuple[str, str]:
+    """(reasoning text, answer text) of one choice of a chunk or body."""
     if not isinstance(choice, dict):
-        return ""
+        return "", ""
     text = choice.get("text")
     if isinstance(text, str) and text:
-        return text
-    parts = ""
+        return "", text
+    reasoning = answer = ""
     for key in ("delta", "message"):
         body = choice.get(key)
         if isinstance(body, dict):
@@ -73,12 +81,12 @@ def _choice_text(choice: Any) -> str:
             for name in ("reasoning_content", "reasoning"):
                 value = body.get(name)
                 if isinstance(value, str) and value:
-                    parts += value
+                    reasoning += value
                     break
             value = body.get("content")
             if isinstance(value, str):
-                parts += value
-    return parts
+                answer += value
+    return reasoning, answer
 
 
 def _take_event(obj: Any, t: float, out: ParsedResponse) -> Optional[str]:
@@ -99,10 +107,14 @@ def _take_event(obj: Any, t: float, out: ParsedResponse) -> Optional[str]:
         if isinstance(usage, dict):
             return None  # a usage-only chunk
         return f"not an OpenAI completion object: {_excerpt(json.dumps(obj), 80)}"
-    text = "".join(_choice_text(c) for c in choices)
-    if text:
+    parts = [_choice_parts(c) for c in choices]
+    reasoning = "".join(r for r, _ in parts)
+    answer = "".join(a for _, a in parts)
+    if reasoning or answer:
         out.times.append(t)
-        out.texts.append(text)
+        out.texts.append(reasoning + answer)
+        out.reasoning.append(reasoning)
+        out.answers.append(answer)
     return None
 
 
@@ -301,6 +313,9 @@ def to_record(
         parsed = parse_body(ex.reads, t_body)
     rec["response_id"] = parsed.response_id
     n, source, exact, usage_problem = _count_tokens(parsed, stream, tokenizer, plan.max_tokens)
+    split = split_output(parsed.usage, parsed.reasoning, parsed.answers, n, source,
+                         stream=stream, tokenizer=tokenizer)
+    first_answer = next((t for t, a in zip(parsed.times, parsed.answers) if a), None)
     if parsed.times:
         rec.update(
             output_tokens=n,
@@ -308,6 +323,10 @@ def to_record(
             content_chunks=len(parsed.times),
             first_token_at=parsed.times[0],
             last_token_at=parsed.times[-1],
+            reasoning_tokens=split.reasoning,
+            answer_tokens=split.answer,
+            reasoning_token_source=split.source,
+            first_answer_at=first_answer,
         )
     prompt = (parsed.usage or {}).get("prompt_tokens")
     if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
@@ -322,6 +341,8 @@ def to_record(
         kind, detail = "malformed_stream", "response carried no generated content"
     if kind is None and usage_problem is not None:
         kind, detail = "malformed_stream", usage_problem
+    if kind is None and split.problem is not None:
+        kind, detail = "malformed_stream", split.problem
     if kind is None and min_output_tokens is not None and exact and n < min_output_tokens:
         kind, detail = "short_output", f"{n} output tokens ({source}), {min_output_tokens} required"
     if kind is not None:
@@ -330,12 +351,15 @@ def to_record(
     first, last = parsed.times[0], parsed.times[-1]
     if not stream:
         first = last = rec["first_token_at"] = rec["last_token_at"] = t_body
+        if first_answer is not None:
+            first_answer = rec["first_answer_at"] = t_body
     # n >= 2 tokens that all arrived at one instant (one chunk, one read, or a whole body):
     # no time passed between them, so TPOT and ITL are undefined rather than zero
     at_once = n >= 2 and last == first
     origin = plan.scheduled_at if from_schedule else ex.sent_at
     rec.update(
         ttft_ms=_ms(first, origin),
+        ttfo_ms=_ms(first_answer, origin),  # None: the reasoning used up the output, no answer
         e2e_ms=_ms(ex.end_at, origin),
         ttft_sent_ms=_ms(first, ex.sent_at),
         e2e_sent_ms=_ms(ex.end_at, ex.sent_at),

@@ -41,9 +41,11 @@ class MetricInfo:
 
 
 #: Latency columns of a run and how reports name them.
-LATENCIES: dict[str, str] = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+#: TTFO: time to first output (answer) token, after a reasoning model's reasoning phase.
+LATENCIES: dict[str, str] = {"ttft": "TTFT", "ttfo": "TTFO", "tpot": "TPOT", "itl": "ITL",
+                             "e2e": "E2E"}
 #: Latency columns the per-request samples of a baseline keep (ITL is per token, not stored).
-SAMPLED_LATENCIES: tuple[str, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
+SAMPLED_LATENCIES: tuple[str, ...] = ("ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms")
 #: Statistics every latency distribution reports, in report order.
 STATS: tuple[str, ...] = ("p50", "p90", "p95", "p99", "mean", "max")
 
@@ -56,7 +58,7 @@ DEFAULT_TOLERANCE = 0.05
 #: their own (docs/decisions.md).
 RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.02, "mean": 0.02,
                             "shape": 0.03}
-RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.03}
+RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.03, "ttfo_ms": 0.03}
 #: Tolerances that differ from :data:`DEFAULT_TOLERANCE`.
 TOLERANCES: dict[str, float] = {
     "error_rate": 0.005,  # absolute: half a percentage point
@@ -64,16 +66,22 @@ TOLERANCES: dict[str, float] = {
     # TTFT's tail is queueing: at a few hundred requests a P99 moves 3-6 % between sessions
     # of one engine, so 10 % is below what a default gate can resolve (docs/decisions.md).
     "metrics.ttft_ms.p99": 0.15,
+    # TTFO is TTFT's queueing plus the whole reasoning phase: at least as noisy.
+    "metrics.ttfo_ms.p99": 0.15,
     "metrics.tpot_ms.p99": 0.10,
     # A search resolves capacity to capacity_resolution (5 %): two searches can only tell
     # apart changes of about twice that.
     "capacity.requests_per_s": 0.10,
+    # The reasoning length a model chose; the judge notes changes beyond this as a workload
+    # change (judge/reasoning.py).
+    "metrics.reasoning_tokens.mean": 0.10,
 }
 
 #: Percentile SLO keywords of the spec, e.g. ``ttft_p99_ms``.
-PERCENTILE_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d+(?:\.\d+)?)_ms$")
-_LATENCY_PATH_RE = re.compile(r"^metrics\.(ttft|tpot|itl|e2e)_ms\.(mean|max|p(\d+(?:\.\d+)?))$")
-_SHORT_STAT_RE = re.compile(r"^(ttft|tpot|itl|e2e)_ms\.(p\d+(?:\.\d+)?|mean|max)$")
+_COLUMNS = "|".join(LATENCIES)
+PERCENTILE_SLO_RE = re.compile(rf"^({_COLUMNS})_p(\d+(?:\.\d+)?)_ms$")
+_LATENCY_PATH_RE = re.compile(rf"^metrics\.({_COLUMNS})_ms\.(mean|max|p(\d+(?:\.\d+)?))$")
+_SHORT_STAT_RE = re.compile(rf"^({_COLUMNS})_ms\.(p\d+(?:\.\d+)?|mean|max)$")
 
 
 #: Prior run-to-run spreads that differ from their kind's: the error rate's is absolute.
@@ -87,6 +95,9 @@ def _info(path: str, label: str, unit: str, direction: Direction, kind: Kind, *,
                       run_cv=RUN_CV_BY_PATH.get(path, RUN_CV[kind]),
                       gateable=gateable, tolerable=tolerable)
 
+
+#: Mean reasoning tokens per completed request (``docs/metrics.md``, "Reasoning").
+REASONING_MEAN = "metrics.reasoning_tokens.mean"
 
 #: Metrics with a fixed path, in report order (latencies follow, see :func:`ordered`).
 FIXED: dict[str, MetricInfo] = {
@@ -110,6 +121,10 @@ FIXED: dict[str, MetricInfo] = {
         # Compared in every test (failures are never invisible); judged on an absolute scale.
         _info("error_rate", "error rate", "%", "lower", "proportion", gateable=False),
         _info("attainment", "attainment", "%", "higher", "proportion", gateable=False, tolerable=False),
+        # Reasoning models: how long the model thinks, per completed request. A workload
+        # descriptor more than a speed; gateable (fewer is cheaper) and read by the judge's
+        # "thinks longer" note.
+        _info(REASONING_MEAN, "reasoning tokens/request", "tok", "lower", "mean"),
     )
 }
 
@@ -131,8 +146,12 @@ KEY_METRICS: tuple[str, ...] = (
 GATEABLE_HELP = (
     "goodput.requests_per_s|tokens_per_s|attainment, "
     "throughput.requests_per_s|output_tokens_per_s|total_tokens_per_s, "
-    "metrics.<ttft_ms|tpot_ms|e2e_ms>.<mean|max|pNN>"
+    "metrics.<ttft_ms|ttfo_ms|tpot_ms|e2e_ms>.<mean|max|pNN>, "
+    f"{REASONING_MEAN}"
 )
+#: Key metrics of runs whose model reasoned (kept only then, so other runs' headlines stay as
+#: they were).
+REASONING_KEY_METRICS: tuple[str, ...] = ("metrics.ttfo_ms.p99", REASONING_MEAN)
 TOLERABLE_EXTRA = tuple(p for p, m in FIXED.items() if m.tolerable and not m.gateable)
 
 

@@ -61,6 +61,22 @@ class RequestRecord(_Model):
         "one read or a whole body): TPOT and ITL are undefined"
     )
     retries: int = Field(0, description="resends on a fresh connection of a request never written")
+    # --- reasoning models (docs/metrics.md, "Reasoning") ----------------------------------
+    reasoning_tokens: int = Field(
+        0, description="output tokens of the reasoning phase (delta.reasoning_content); 0 without one"
+    )
+    answer_tokens: int = Field(0, description="output_tokens - reasoning_tokens: the answer's tokens")
+    reasoning_token_source: Optional[TokenCountSource] = Field(
+        None, description="where the reasoning/answer split came from: usage "
+        "(completion_tokens_details.reasoning_tokens), tokenizer or chunks; None without reasoning"
+    )
+    first_answer_at: Optional[float] = Field(
+        None, description="arrival time of the first answer (non-reasoning) content chunk"
+    )
+    ttfo_ms: Optional[float] = Field(
+        None, description="time to first output (answer) token: first_answer_at - latency origin; "
+        "equal to ttft_ms without reasoning"
+    )
 
 
 class Distribution(_Model):
@@ -76,10 +92,17 @@ class Distribution(_Model):
 
 
 class LatencyMetrics(_Model):
+    """Per-run distributions over completed requests; ``reasoning_tokens`` counts tokens, not ms."""
+
     ttft_ms: Distribution
     tpot_ms: Distribution
     itl_ms: Distribution
     e2e_ms: Distribution
+    # Defaults: results written before reasoning models were measured still read back.
+    ttfo_ms: Distribution = Field(default_factory=Distribution,
+                                  description="time to first answer token (ms)")
+    reasoning_tokens: Distribution = Field(default_factory=Distribution,
+                                           description="reasoning tokens per completed request")
 
 
 class Throughput(_Model):
@@ -165,6 +188,10 @@ class RunResult(_Model):
     send_lag_ms: Distribution
     failures: dict[str, int] = Field(default_factory=dict)
     token_count_source: TokenCountSource
+    reasoning_token_source: Optional[TokenCountSource] = Field(
+        None, description="the least exact source of any completed request's reasoning split; "
+        "None when no request reasoned"
+    )
     client: ClientHealth
     server_metrics: dict[str, float] = Field(default_factory=dict)
     requests: list[RequestRecord] = Field(default_factory=list)
@@ -184,10 +211,16 @@ class Samples(_Model):
     e2e_ms: list[Optional[float]]
     output_tokens: list[int]
     prompt_tokens: list[Optional[int]]
+    # Reasoning models: None in baselines recorded before these columns existed (their TTFO
+    # and reasoning length are unknown, not equal to TTFT and 0).
+    ttfo_ms: Optional[list[Optional[float]]] = None
+    reasoning_tokens: Optional[list[int]] = None
 
-    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms")
-    def _round_ms(self, values: list[Optional[float]]) -> list[Optional[float]]:
+    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms")
+    def _round_ms(self, values: Optional[list[Optional[float]]]) -> Optional[list[Optional[float]]]:
         """Keep baselines reviewable: 0.1 µs resolution is far below any clock's noise."""
+        if values is None:
+            return None
         return [None if v is None else round(v, 4) for v in values]
 
     @classmethod
@@ -203,4 +236,6 @@ class Samples(_Model):
             e2e_ms=[r.e2e_ms for r in measured],
             output_tokens=[r.output_tokens if r.ok else 0 for r in measured],
             prompt_tokens=[r.prompt_tokens for r in measured],
+            ttfo_ms=[r.ttfo_ms for r in measured],
+            reasoning_tokens=[r.reasoning_tokens if r.ok else 0 for r in measured],
         )

@@ -110,6 +110,9 @@ class ScenarioSpec(BaseModel):
     # --- SLOs --------------------------------------------------------------------------
     slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive")
     ttft_ms: Optional[float] = Field(None, gt=0)
+    ttfo_ms: Optional[float] = Field(
+        None, gt=0, description="time to first answer token, after any reasoning (reasoning models)"
+    )
     tpot_ms: Optional[float] = Field(None, gt=0)
     e2e_ms: Optional[float] = Field(None, gt=0)
     attainment: float = Field(0.99, gt=0, le=1, description="target fraction of good requests")
@@ -207,7 +210,8 @@ class ScenarioSpec(BaseModel):
                 "or ttft_ms=/tpot_ms="
             )
         if s == "capacity" and not self.has_request_slos:
-            raise ValueError("scenario 'capacity' needs per-request SLOs (ttft_ms=, tpot_ms= or e2e_ms=)")
+            raise ValueError("scenario 'capacity' needs per-request SLOs (ttft_ms=, ttfo_ms=, tpot_ms= "
+                             "or e2e_ms=)")
         if self.workload != "synthetic" and not self.dataset:
             raise ValueError(f"workload {self.workload!r} needs dataset= (a file path)")
         if self.max_len is not None and self.max_len < self.min_len:
@@ -261,7 +265,7 @@ class ScenarioSpec(BaseModel):
 
     @property
     def has_request_slos(self) -> bool:
-        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+        return any(v is not None for v in (self.ttft_ms, self.ttfo_ms, self.tpot_ms, self.e2e_ms))
 
     @property
     def has_slos(self) -> bool:

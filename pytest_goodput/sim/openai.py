@@ -90,18 +90,29 @@ def _response_id(rid: str, chat: bool) -> str:
     return f"{'chatcmpl' if chat else 'cmpl'}-{rid}"
 
 
-def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
+def _usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0) -> dict[str, Any]:
+    """OpenAI usage; ``completion_tokens`` includes the reasoning tokens, which
+    ``completion_tokens_details`` names when there are any."""
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if reasoning_tokens:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return usage
+
+
+#: Delta field names a reasoning chunk carries its text under, by ``reasoning_field``.
+REASONING_FIELDS = {"reasoning_content": ("reasoning_content",), "reasoning": ("reasoning",),
+                    "both": ("reasoning_content", "reasoning")}
 
 
 class ChunkEncoder:
     """Byte pieces of one request's stream: a token chunk is ``pre + word + post``
     (``last_post`` on the final token, which carries the finish reason)."""
 
-    __slots__ = ("head", "pre", "post", "last_post", "role")
+    __slots__ = ("head", "pre", "post", "last_post", "role", "reasoning_parts")
 
-    def __init__(self, rid: str, chat: bool, model_name: str, reason: str) -> None:
+    def __init__(self, rid: str, chat: bool, model_name: str, reason: str,
+                 reasoning_field: str = "reasoning_content") -> None:
         obj = "chat.completion.chunk" if chat else "text_completion"
         head = (f'data: {{"id":"{_response_id(rid, chat)}","object":"{obj}",'
                 f'"created":{int(time.time())},"model":{json.dumps(model_name)},"choices":')
@@ -113,26 +124,42 @@ class ChunkEncoder:
         #: The chat stream's opening chunk (assistant role, empty content); none for completions.
         self.role = self.head + (b'[{"index":0,"delta":{"role":"assistant","content":""},'
                                  b'"logprobs":null,"finish_reason":null}]}\n\n') if chat else b""
+        #: A reasoning chunk is ``parts[0] + word + parts[1] + word ... + post``: the word
+        #: once per field name (vLLM sends both names with the same text).
+        names = REASONING_FIELDS[reasoning_field]
+        self.reasoning_parts = [(head + '[{"index":0,"delta":{"' + names[0] + '":"').encode()]
+        self.reasoning_parts += [f'","{n}":"'.encode() for n in names[1:]]
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
+    def reasoning_chunk(self, word: bytes, last: bool = False) -> bytes:
+        """One reasoning token's chunk (``delta.reasoning_content`` and/or ``delta.reasoning``)."""
+        return b"".join(part + word for part in self.reasoning_parts) + (
+            self.last_post if last else self.post)
+
+    def usage_chunk(self, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0) -> bytes:
         """The final ``choices: []`` chunk that ``stream_options.include_usage`` asks for."""
-        u = json.dumps(_usage(prompt_tokens, completion_tokens), separators=(",", ":")).encode()
+        u = json.dumps(_usage(prompt_tokens, completion_tokens, reasoning_tokens),
+                       separators=(",", ":")).encode()
         return self.head + b"[],\"usage\":" + u + b"}\n\n"
 
 
 def completion_body(rid: str, chat: bool, model_name: str, text: str, prompt_tokens: int,
-                    completion_tokens: int, reason: str) -> dict[str, Any]:
-    """The whole non-streamed response of either endpoint."""
+                    completion_tokens: int, reason: str, reasoning: str = "",
+                    reasoning_tokens: int = 0, reasoning_field: str = "reasoning_content"
+                    ) -> dict[str, Any]:
+    """The whole non-streamed response of either endpoint (chat: reasoning text, if any, in
+    ``message.reasoning_content``; ``completion_tokens`` counts it)."""
     choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
     if chat:
         choice["message"] = {"role": "assistant", "content": text}
+        if reasoning:
+            choice["message"].update({n: reasoning for n in REASONING_FIELDS[reasoning_field]})
     else:
         choice["text"] = text
     return {
         "id": _response_id(rid, chat),
         "object": "chat.completion" if chat else "text_completion",
         "created": int(time.time()), "model": model_name, "choices": [choice],
-        "usage": _usage(prompt_tokens, completion_tokens),
+        "usage": _usage(prompt_tokens, completion_tokens, reasoning_tokens),
     }
 
 

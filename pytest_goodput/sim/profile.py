@@ -55,6 +55,16 @@ class SimProfile(BaseModel):
         0.02, ge=0, le=1,
         description="per-token chance of a pseudo-EOS after min_tokens, unless ignore_eos",
     )
+    # --- reasoning model -----------------------------------------------------------------
+    reasoning_tokens: int = Field(
+        0, ge=0, le=1_000_000,
+        description="chat: tokens of a reasoning phase streamed before the answer, on top of "
+        "the answer's max_tokens (0: no reasoning)",
+    )
+    reasoning_field: Literal["reasoning_content", "reasoning", "both"] = Field(
+        "reasoning_content",
+        description="delta field of reasoning text; both: the same text under both names (vLLM)",
+    )
     # --- faults and regressions ----------------------------------------------------------
     slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
     time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")

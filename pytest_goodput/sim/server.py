@@ -141,9 +141,13 @@ class SimEngine:
                 st.wake()
             vnow = deadline
 
-    def admit(self, prompt: str, prompt_tokens: int, body: dict[str, Any], default_max: int
-              ) -> tuple[Optional[tuple[int, str]], dict[str, Any]]:
-        """Apply faults and queue the request; returns (error, plan) with error (status, msg)."""
+    def admit(self, prompt: str, prompt_tokens: int, body: dict[str, Any], default_max: int,
+              chat: bool = False) -> tuple[Optional[tuple[int, str]], dict[str, Any]]:
+        """Apply faults and queue the request; returns (error, plan) with error (status, msg).
+
+        Chat requests of a reasoning profile generate ``reasoning_tokens`` tokens of
+        reasoning before their ``out_len`` answer tokens (``total`` in all).
+        """
         p = self.profile
         self._counter += 1
         rng = random.Random((p.seed << 32) ^ self._counter)
@@ -159,6 +163,8 @@ class SimEngine:
             return (400, bad), {}
         out_len = draw_output_length(rng, max_tokens, min(min_tokens, max_tokens), p.eos_prob,
                                      bool(body.get("ignore_eos", False)))
+        reasoning = p.reasoning_tokens if chat else 0
+        total = reasoning + out_len
         rid = f"{self._tag}{self._counter:x}"
         hashes = None
         if p.prefix_caching:
@@ -167,17 +173,18 @@ class SimEngine:
                 h = hash((h, *words[i * bs:(i + 1) * bs]))
                 hashes.append(h)
         try:
-            self.model.add_request(rid, prompt_tokens, out_len, block_hashes=hashes)
+            self.model.add_request(rid, prompt_tokens, total, block_hashes=hashes)
         except RequestTooLong as err:
             return (400, str(err)), {}
         self.streams[rid] = _Stream()
         self._wake.set()
         plan = {
             "rid": rid, "out_len": out_len, "max_tokens": max_tokens,
+            "reasoning": reasoning, "total": total,
             "offset": zlib.crc32(prompt.encode()) % _TEXT_LEN,
-            "stall_at": rng.randrange(1, out_len) if out_len > 1 and rng.random() < p.stall_prob
+            "stall_at": rng.randrange(1, total) if total > 1 and rng.random() < p.stall_prob
             else None,
-            "drop_at": rng.randrange(1, out_len) if out_len > 1 and rng.random() < p.drop_prob
+            "drop_at": rng.randrange(1, total) if total > 1 and rng.random() < p.drop_prob
             else None,
         }
         return None, plan
@@ -209,7 +216,8 @@ class _SSE:
         self.e, self.plan, self.chat, self.usage = engine, plan, chat, usage
         self.prompt_tokens = prompt_tokens
         self.enc = openai.ChunkEncoder(plan["rid"], chat, model_name,
-                                       openai.finish_reason(plan["out_len"], plan["max_tokens"]))
+                                       openai.finish_reason(plan["out_len"], plan["max_tokens"]),
+                                       engine.profile.reasoning_field)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         e, plan, st = self.e, self.plan, self.e.streams[self.plan["rid"]]
@@ -220,7 +228,8 @@ class _SSE:
         try:
             if self.chat:
                 await send({"type": "http.response.body", "more_body": True, "body": self.enc.role})
-            sent, out_len, words, off = 0, plan["out_len"], e.words, plan["offset"]
+            sent, total, words, off = 0, plan["total"], e.words, plan["offset"]
+            reasoning, enc = plan["reasoning"], self.enc
             stall_at, drop_at, written = plan["stall_at"], plan["drop_at"], st.written
             trace = e._trace is not None
             pre, post, last_post = self.enc.pre, self.enc.post, self.enc.last_post
@@ -245,7 +254,10 @@ class _SSE:
                     ready = drop_at
                 buf = []
                 for i in range(sent, ready):
-                    end = last_post if i == out_len - 1 else post
+                    if i < reasoning:  # the reasoning phase comes first
+                        buf.append(enc.reasoning_chunk(words[(off + i) % _TEXT_LEN], i == total - 1))
+                        continue
+                    end = last_post if i == total - 1 else post
                     buf.append(pre + words[(off + i) % _TEXT_LEN] + end)
                 if buf:
                     if trace:
@@ -256,7 +268,7 @@ class _SSE:
                 if drop_at is not None and sent == drop_at:
                     e.drops += 1
                     raise _InjectedDrop()
-            tail = self.enc.usage_chunk(self.prompt_tokens, out_len) if self.usage else b""
+            tail = enc.usage_chunk(self.prompt_tokens, total, reasoning) if self.usage else b""
             await send({"type": "http.response.body", "body": tail + openai.DONE, "more_body": False})
         finally:
             disc.remove_done_callback(st.wake)
@@ -275,7 +287,7 @@ def build_app(engine: SimEngine) -> Any:
             body, prompt, n_prompt = openai.parse_request(await request.body(), chat)
         except ValueError as err:
             return _error(400, str(err))
-        err, plan = engine.admit(prompt, n_prompt, body, openai.default_max_tokens(chat))
+        err, plan = engine.admit(prompt, n_prompt, body, openai.default_max_tokens(chat), chat)
         if err is not None:
             return _error(*err)
         if body.get("stream"):
@@ -288,10 +300,11 @@ def build_app(engine: SimEngine) -> Any:
                 await st.waiter
         finally:
             engine.finish(rid)
-        n = plan["out_len"]
+        n, r = plan["out_len"], plan["reasoning"]
         return JSONResponse(openai.completion_body(
-            rid, chat, name, engine.text(plan["offset"], n), n_prompt, n,
-            openai.finish_reason(n, plan["max_tokens"])))
+            rid, chat, name, engine.text(plan["offset"] + r, n), n_prompt, n + r,
+            openai.finish_reason(n, plan["max_tokens"]), engine.text(plan["offset"], r), r,
+            engine.profile.reasoning_field))
 
     async def completions(request: Any) -> Any:
         return await generate(request, chat=False)
