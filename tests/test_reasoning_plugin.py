@@ -92,3 +92,20 @@ def test_tiny(goodput):
     run = next(t for t in doc["tests"] if t["outcome"]["nodeid"].endswith("test_tiny"))["runs"][0]
     assert run["metrics"]["ttfo_ms"]["count"] == 30
     assert {r["reasoning_tokens"] for r in run["requests"]} == {REASONING}
+
+
+def test_longer_reasoning_than_the_baseline_is_noted(pytester, thinking_sim_url):
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="server", api="chat", requests=30, rate=30.0, isl=16, osl=4)
+def test_gate():
+    pass
+""")
+    pytester.runpytest(f"--goodput-url={thinking_sim_url}", "--goodput-update-baseline"
+                       ).assert_outcomes(passed=1)
+    with simulator(reasoning_tokens=REASONING * 2) as longer:
+        res = pytester.runpytest(f"--goodput-url={longer.base_url}", "--goodput-baseline")
+    text = res.stdout.str()
+    assert ("the model thinks 100 % longer (reasoning tokens per request 12 → 24): a workload "
+            "change, not only a latency change") in text, text
