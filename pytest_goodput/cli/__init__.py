@@ -18,6 +18,7 @@ import argparse
 import sys
 from typing import Optional, TextIO
 
+from pytest_goodput.cli.ab import add_ab_parser, cmd_ab
 from pytest_goodput.cli.compare import cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
 from pytest_goodput.cli.history import add_history_parser, cmd_history
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     fr.add_argument("--strict", action="store_true")
     fr.add_argument("--tolerance", type=float)
     add_history_parser(sub)
+    add_ab_parser(sub)
     return parser
 
 
@@ -90,6 +92,8 @@ def _main(argv: list[str]) -> int:
             return cmd_frontier(ns)
         if ns.command == "history":
             return cmd_history(ns)
+        if ns.command == "ab":
+            return cmd_ab(ns)
     except (CLIError, SpecError, ValueError, ConnectionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

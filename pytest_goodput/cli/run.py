@@ -108,13 +108,18 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
                         f"at most {MAX_READY_TIMEOUT_S:g})")
 
 
+def add_spec_flags(p: argparse.ArgumentParser) -> None:
+    """The scenario's flags (read back by :func:`spec_args`): ``run`` and ``ab`` share them."""
+    for flag, typ, help_ in SPEC_FLAGS:
+        p.add_argument(flag, type=typ, default=None, help=help_)
+    p.add_argument("--slo", help="ttft_ms=450,tpot_ms=40,ttft_p99_ms=450 or a preset name")
+    p.add_argument("--no-stream", action="store_true", help="non-streamed requests")
+
+
 def add_run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="run one scenario and print its metrics")
     add_engine_flags(run)
-    for flag, typ, help_ in SPEC_FLAGS:
-        run.add_argument(flag, type=typ, default=None, help=help_)
-    run.add_argument("--slo", help="ttft_ms=450,tpot_ms=40,ttft_p99_ms=450 or a preset name")
-    run.add_argument("--no-stream", action="store_true", help="non-streamed requests")
+    add_spec_flags(run)
     run.add_argument("--json", help="write the full result (with per-request records) here")
 
 

@@ -1,0 +1,180 @@
+"""``python -m pytest_goodput ab``: a scenario against a base and a head engine in one job.
+
+Rounds of one run on each engine, in an order drawn per round from the seed, paired by
+round and judged after each one; the command stops when the answer is known (``docs/ab.md``).
+Exit status as every command: 0 pass, 1 regression, 2 usage, 3 too few valid rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_goodput.cli.run import (
+    EXIT_FAIL,
+    EXIT_INVALID,
+    EXIT_OK,
+    CLIError,
+    add_spec_flags,
+    ready_timeout,
+    spec_args,
+)
+from pytest_goodput.engines.engine import (
+    DEFAULT_READY_TIMEOUT_S,
+    Engine,
+    attach,
+    launch,
+    simulator,
+)
+from pytest_goodput.judge.ab import MAX_ROUNDS, MIN_ROUNDS, check_rounds
+from pytest_goodput.report.vocabulary import (
+    fmt_change,
+    fmt_interval,
+    fmt_value,
+    metric_info,
+    metric_label,
+)
+from pytest_goodput.run.ab import ab_metrics, run_ab
+from pytest_goodput.schema.ab import ABResult
+from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.sim.profile import SimProfileError, profile_from_env_and_args
+from pytest_goodput.store.files import write_atomic
+
+SIDES = ("base", "head")
+
+
+def add_ab_parser(sub: Any) -> None:
+    ab = sub.add_parser("ab", help="base against head in one job, interleaved; exit 1 on regression")
+    for side in SIDES:
+        ab.add_argument(f"--{side}-url", help=f"the {side} engine's base URL")
+        ab.add_argument(f"--{side}-serve", help=f'command launching the {side} engine, "{{port}}" = a free port')
+        ab.add_argument(f"--{side}-sim", metavar="KNOBS",
+                        help=f"the simulator as {side} engine with these knobs, e.g. slowdown=1.2 "
+                             "(the default when no URL or command is given)")
+    ab.add_argument("--model", help="model name (default: each engine's first model)")
+    ab.add_argument("--api-key-env", help="environment variable holding the API key")
+    ab.add_argument("--ready-timeout", type=float, default=DEFAULT_READY_TIMEOUT_S, metavar="S",
+                    help="seconds a --*-serve engine may take to answer its health probe")
+    add_spec_flags(ab)
+    ab.add_argument("--min-rounds", type=int, default=MIN_ROUNDS,
+                    help=f"rounds before the first look (default {MIN_ROUNDS}, at least 2)")
+    ab.add_argument("--max-rounds", type=int, default=MAX_ROUNDS,
+                    help=f"most rounds (default {MAX_ROUNDS})")
+    ab.add_argument("--tolerance", type=float, help="tolerance of every gated metric, as compare's --tolerance "
+                         "(default: each metric's own)")
+    ab.add_argument("--strict", action="store_true", help="also fail inconclusive and underpowered")
+    ab.add_argument("--json", help="write the A/B result (rounds, comparisons) here")
+
+
+def parse_knobs(side: str, text: str) -> dict[str, str]:
+    """``slowdown=1.2,noise_sigma=0.01`` → knobs, checked against the simulator's profile."""
+    knobs: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise CLIError(f"--{side}-sim: {part!r} is not knob=value (e.g. slowdown=1.2)")
+        knobs[key.strip().replace("-", "_")] = value.strip()
+    try:
+        profile_from_env_and_args(knobs, env={})
+    except SimProfileError as exc:
+        raise CLIError(f"--{side}-sim: " + "; ".join(
+            line.strip() for line in str(exc).splitlines())) from None
+    return knobs
+
+
+def check_side(side: str, ns: argparse.Namespace) -> None:
+    """One engine per side: a URL, a command or the simulator; the knobs parse."""
+    url, serve, sim = (getattr(ns, f"{side}_{k}") for k in ("url", "serve", "sim"))
+    if sum(x is not None for x in (url, serve, sim)) > 1:
+        raise CLIError(f"--{side}-url, --{side}-serve and --{side}-sim exclude each other")
+    if sim is not None:
+        parse_knobs(side, sim)
+
+
+def _engine(side: str, ns: argparse.Namespace, timeout: float) -> Engine:
+    url, serve, sim = (getattr(ns, f"{side}_{k}") for k in ("url", "serve", "sim"))
+    if url:
+        return attach(url, ns.model, ns.api_key_env)
+    if serve:
+        return launch(serve, ns.model, ns.api_key_env, ready_timeout_s=timeout)
+    return simulator(ns.model, **parse_knobs(side, sim or ""))
+
+
+def _describe(ns: argparse.Namespace, side: str) -> str:
+    url, serve, sim = (getattr(ns, f"{side}_{k}") for k in ("url", "serve", "sim"))
+    return url or serve or (f"simulator {sim}" if sim else "simulator")
+
+
+def render_ab(result: ABResult) -> str:
+    """The per-metric table and how the run stopped."""
+    pct = f"{result.confidence:.0%}"
+    rows = [("metric", "base", "head", "change", f"interval ({pct})", "verdict")]
+    for c in result.comparisons:
+        unit = metric_info(c.metric)[1]
+        rows.append((metric_label(c.metric), fmt_value(c.baseline, unit), fmt_value(c.current, unit),
+                     fmt_change(c.change, scale=c.scale), fmt_interval(c.interval, scale=c.scale),
+                     c.verdict))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    orders = " ".join("AB" if r.order == "base-head" else "BA" for r in result.rounds)
+    state = "decided" if result.decided else "undecided"
+    lines.append("")
+    lines.append(f"{state} after {result.rounds_used} rounds (ABBA order, seed {result.seed}): "
+                 f"{result.stop_reason}")
+    lines.append(f"orders: {orders}; each look at {1 - result.alpha_per_look:.2%} "
+                 f"(Bonferroni over {result.looks} looks)")
+    if result.rounds_dropped:
+        lines.append(f"{result.rounds_dropped} round(s) dropped: the client set the pace twice")
+    for c in result.comparisons:
+        if c.note:
+            lines.append(f"note: {metric_label(c.metric, with_unit=False)}: {c.note}")
+    for n in result.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines)
+
+
+def ab_exit_code(result: ABResult, strict: bool = False) -> int:
+    """1 on a regression (or, strict, an undecided metric); 3 with too few valid rounds."""
+    if result.regressed:
+        return EXIT_FAIL
+    if result.rounds_used < result.min_rounds:
+        return EXIT_INVALID
+    if strict and result.undecided:
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def cmd_ab(ns: argparse.Namespace) -> int:
+    check_rounds(ns.min_rounds, ns.max_rounds)
+    if ns.tolerance is not None and not 0 < ns.tolerance < 10:
+        raise CLIError(f"--tolerance: {ns.tolerance:g} is not a fraction > 0 (0.05 = 5 %)")
+    timeout = ready_timeout(ns.ready_timeout)
+    for side in SIDES:  # flags first: no engine is started for a command that cannot run
+        check_side(side, ns)
+    spec = build_spec(spec_args(ns), where="command line")
+    ab_metrics(spec, ns.tolerance)  # a sweep or repeats: refused before any engine starts
+    engines: list[Engine] = []
+    code = EXIT_INVALID  # until judged: an interrupted or crashed run keeps the engines' logs
+    result: ABResult | None = None
+    try:
+        for side in SIDES:
+            engines.append(_engine(side, ns, timeout))
+        print(f"A/B {spec.scenario}: base {_describe(ns, 'base')}, head {_describe(ns, 'head')}",
+              file=sys.stderr)
+        result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
+                        max_rounds=ns.max_rounds, tolerance=ns.tolerance,
+                        say=lambda s: print(s, file=sys.stderr))
+        code = ab_exit_code(result, ns.strict)
+    finally:
+        for e in engines:
+            e.close(keep_log=code == EXIT_INVALID)
+            for log in e.kept_logs:
+                print(f"engine log kept: {log}", file=sys.stderr)
+    assert result is not None
+    print(render_ab(result))
+    if ns.json:
+        write_atomic(Path(ns.json), result.model_dump_json(indent=1) + "\n")
+    return code
