@@ -16,8 +16,9 @@ PACKAGE = ROOT / "pytest_goodput"
 #: Third-party modules that are optional extras (or platform-dependent): imported where used.
 OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop", "ruptures")
 #: The pytest entry point defers loading the core so that installing the plugin costs
-#: unrelated test suites nothing (docs/architecture.md).
-LAZY_CORE = {"pytest_goodput/plugin/__init__.py"}
+#: unrelated test suites nothing (docs/architecture.md); its settings table, imported with it,
+#: loads the CPU-list parser only when a CPU option is set.
+LAZY_CORE = {"pytest_goodput/plugin/__init__.py", "pytest_goodput/plugin/settings.py"}
 #: The worker entry point imports its own module by name so pickled classes resolve to it.
 SELF_IMPORT = {("pytest_goodput/load/shard.py", "pytest_goodput.load.shard")}
 MAX_LINES = 400

@@ -17,6 +17,7 @@ machine; with prefill doing real work they repeat within a few percent. Needs th
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -48,10 +49,12 @@ from pytest_goodput.engines.engine import Engine, launch
 from pytest_goodput.engines.tinyllama import write_tiny_llama
 from pytest_goodput.judge.frontier import compare_frontiers
 from pytest_goodput.judge.frontier_noise import sweep_noise
+from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult, Samples
+from pytest_goodput.schema.cpus import plan_cpus
 from pytest_goodput.schema.spec import build_spec
 
 pytest_plugins = ["pytester"]
@@ -72,8 +75,15 @@ def server_cmd(model: str, parallel: int, *, metrics: bool = False) -> list[str]
     return cmd + ["--metrics"] if metrics else cmd
 
 
+#: Engine and client on their own CPUs (the plugin's ``auto`` split) where there are two: a
+#: CPU engine beside its client on a shared 2-core machine otherwise starves the client.
+ENGINE_CPUS, CLIENT_CPUS = (plan_cpus("auto", None, os.sched_getaffinity(0))
+                            if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
+                            else (None, None))
+
+
 def start(model: str, parallel: int, *, metrics: bool = False) -> Engine:
-    return launch(server_cmd(model, parallel, metrics=metrics), ready_timeout_s=60)
+    return launch(server_cmd(model, parallel, metrics=metrics), ready_timeout_s=60, cpus=ENGINE_CPUS)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +102,12 @@ def valid_run(make: Callable[[], Measurement], attempts: int = 3) -> Measurement
     """A measurement whose client kept up; the machine is shared, so allow a noisy neighbour
     two retries (the engine takes one core, everyone else shares the other)."""
     for _ in range(attempts):
-        m = make()
+        placement = ClientPlacement(CLIENT_CPUS) if CLIENT_CPUS else None  # as the plugin places it
+        try:
+            m = make()
+        finally:
+            if placement is not None:
+                placement.restore()
         bad = [r.client.reasons for r in m.runs if not r.client.valid]
         if not bad:
             return m
@@ -200,8 +215,9 @@ def test_four_users():
 
 def run_plugin(pytester: pytest.Pytester, *args: str, attempts: int = 3) -> pytest.RunResult:
     """Run the suite; again if the shared machine starved the client (an invalid run)."""
+    placement = ["--goodput-engine-cpus=auto"] if ENGINE_CPUS else []
     for _ in range(attempts):
-        res = pytester.runpytest(*args)
+        res = pytester.runpytest(*placement, *args)
         if "the load generator, not the server, set the pace" not in res.stdout.str():
             break
     return res

@@ -84,7 +84,7 @@ class _Collected:
 
 MARKER_HELP = (
     "goodput(scenario='server', rate=..., concurrency=..., requests=..., isl=..., osl=..., "
-    "ttft_ms=..., tpot_ms=..., ttft_p99_ms=..., slo='mlperf/llama2-70b/interactive', "
+    "ttft_ms=..., ttfo_ms=..., tpot_ms=..., ttft_p99_ms=..., slo='mlperf/llama2-70b/interactive', "
     "tolerance=..., gate=[...]): an LLM-serving performance scenario gated by SLOs and "
     "baselines. See docs/metrics.md and the README."
 )

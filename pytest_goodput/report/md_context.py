@@ -28,7 +28,7 @@ SCENARIO_FIELDS = (
     "requests", "duration_s", "warmup_requests", "api", "workload", "dataset", "isl", "osl",
     "isl_dist", "osl_dist", "seed",
 )
-SLO_FIELDS = ("slo", "ttft_ms", "tpot_ms", "e2e_ms", "attainment", "percentile_slos", "max_error_rate")
+SLO_FIELDS = ("slo", "ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms", "attainment", "percentile_slos", "max_error_rate")
 #: Scenario fields shown even at their default; others only when set to something else.
 _ALWAYS_SHOWN = frozenset({"scenario", "rate", "concurrency", "sweep", "requests", "duration_s", "isl", "osl"})
 _SCENARIO_ENV = ("model", "scenario_hash")
@@ -36,7 +36,7 @@ _SCENARIO_ENV = ("model", "scenario_hash")
 _HARDWARE_HINTS = ("hardware", "gpu", "accelerator")
 #: Software keys in the order the top block lists them.
 _SOFTWARE_ORDER = ("engine", "engine_version", "engine_flags", "engine_cmd", "engine_url", "git_commit")
-_SLO_LIMITS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
+_SLO_LIMITS = {"ttft_ms": "TTFT", "ttfo_ms": "TTFO", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 #: How the top block names a field (others by their own name).
 _LABELS = {
     "scenario": "", "isl": "ISL", "osl": "OSL", "isl_dist": "ISL distribution", "osl_dist": "OSL distribution",
