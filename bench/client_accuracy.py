@@ -18,6 +18,14 @@ for a single-threaded client. The same measurements are repeated with a plain ht
 streaming client for comparison.
 
     python bench/client_accuracy.py            # about 80 s
+    python bench/client_accuracy.py --busy     # the same beside a CPU-bound neighbour per core
+    python bench/client_accuracy.py --busy --client-cpus 1 --server-cpus 0   # ... with placement
+
+``--busy`` starts one CPU-bound neighbour process per core for the whole run (what a shared
+CI runner looks like). ``--client-cpus`` puts the client on those CPUs with the plugin's
+:class:`pytest_goodput.run.affinity.ClientPlacement` (pinning, and a raised priority where
+permitted), ``--server-cpus`` the reference server with the engine launcher's wrapper.
+Each concurrency phase is also judged by the client's own self-check, as a gated run is.
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.load.client import OpenAIClient, run
+from pytest_goodput.load.selfcheck import judge as self_check
+from pytest_goodput.run.affinity import ClientPlacement
+from pytest_goodput.schema.cpus import format_cpus, parse_cpus
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.record import parse_stream, to_record
 
@@ -87,9 +98,11 @@ class HttpxClient:
         return ex
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
+def start_server(cpus: str | None = None) -> tuple[subprocess.Popen, str]:
     cmd = [sys.executable, str(ROOT / "tests" / "refserver.py"), "--port", "0",
            "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-seconds", "300"]
+    if cpus:
+        cmd = [sys.executable, "-m", "pytest_goodput.engines.pinned", format_cpus(parse_cpus(cpus)), "--", *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
@@ -228,10 +241,18 @@ def main() -> int:
     ap.add_argument("--poisson-seconds", type=float, default=8.0)
     ap.add_argument("--poisson-tokens", type=int, default=32)
     ap.add_argument("--skip-httpx", action="store_true")
+    ap.add_argument("--busy", action="store_true", help="a CPU-bound neighbour process per core")
+    ap.add_argument("--client-cpus", help="place the client on these CPUs (e.g. 1)")
+    ap.add_argument("--server-cpus", help="run the reference server on these CPUs (e.g. 0)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     load_before = os.getloadavg()
-    proc, url = start_server()
+    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                  for _ in range(os.cpu_count() or 1)] if args.busy else []
+    placement = ClientPlacement(parse_cpus(args.client_cpus)) if args.client_cpus else None
+    if placement is not None:
+        print(f"[{placement.describe()}]")
+    proc, url = start_server(args.server_cpus)
     clients: dict[str, Callable[[], Any]] = {
         "aiohttp": lambda: OpenAIClient(url, "ref-model", max_connections=256),
     }
@@ -249,6 +270,10 @@ def main() -> int:
                 server_log(url, reset=True)
                 exs, cpu, lags = phase(make, body)
                 res[name][label] = accuracy(exs, server_log(url), cpu, lags)
+                health = self_check(cpu_utilization=cpu, loop_lags_ms=lags, send_lags_ms=[], open_loop=False,
+                                    ttft_p50_ms=res[name][label]["ttft_p50"], itl_p50_ms=ITL_MS)
+                res[name][label]["valid"] = float(health.valid)
+                res[name][label]["reasons"] = "; ".join(health.reasons)  # type: ignore[assignment]
             server_log(url, reset=True)
             exs, cpu, lags = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens))
             res[name]["poisson"] = {**arrivals(exs, args.rate), "cpu": cpu,
@@ -257,6 +282,11 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(10)
+        for n in neighbours:
+            n.kill()
+            n.wait(10)
+        if placement is not None:
+            placement.restore()
 
     a, h = res["aiohttp"], res.get("httpx")
     print(f"\nserver: TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, {TOKENS} tokens; "
@@ -280,7 +310,11 @@ def main() -> int:
         print(row(key, a["poisson"][key], h["poisson"][key] if h else None, unit))
 
     c1, c64, po = a["c1"], a["c64"], a["poisson"]
+    for label in ("c1", "c64", "c64closed"):
+        verdict = "valid" if a[label]["valid"] else f"INVALID ({a[label]['reasons']})"
+        print(f"  self-check {label}: {verdict}")
     bars = [
+        ("c64 run judged valid by the client's self-check", bool(a["c64"]["valid"])),
         ("c64 receive lag P50 <= 0.5 ms (first, last)", max(c64["lag_first_p50"], c64["lag_last_p50"]) <= 0.5),
         ("c64 receive lag P99 <= 3 ms (first, last)", max(c64["lag_first_p99"], c64["lag_last_p99"]) <= 3.0),
         ("c64 server read within 2 ms of sent_at (P50)", abs(c64["read_minus_sent_p50"]) <= 2.0),
@@ -295,7 +329,9 @@ def main() -> int:
         print(f"  {'PASS' if ok else 'FAIL'}  {text}")
     load_after = os.getloadavg()
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s; 1-min load average {load_before[0]:.2f} before, "
-          f"{load_after[0]:.2f} after, on {os.cpu_count()} cores (client and server share them)")
+          f"{load_after[0]:.2f} after, on {os.cpu_count()} cores"
+          + (f"; {len(neighbours)} CPU-bound neighbours" if neighbours else "")
+          + (f"; {placement.describe()}" if placement else "; client and server share the cores"))
     return 0 if all(ok for _, ok in bars) else 1
 
 
