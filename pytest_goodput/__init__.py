@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.load.scenario import run_scenario
     from pytest_goodput.run.runner import run_once
+    from pytest_goodput.schema.ab import ABResult
     from pytest_goodput.schema.frontier import FrontierPoint
     from pytest_goodput.schema.measurement import Measurement
     from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
@@ -44,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "SLOOutcome": "pytest_goodput.schema.outcome",
     "Measurement": "pytest_goodput.schema.measurement",
     "FrontierPoint": "pytest_goodput.schema.frontier",
+    "ABResult": "pytest_goodput.schema.ab",
     "Engine": "pytest_goodput.engines.engine",
     "run_once": "pytest_goodput.run.runner",
     "run_scenario": "pytest_goodput.load.scenario",
@@ -51,6 +53,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ABResult",
     "Engine",
     "FrontierPoint",
     "Measurement",

@@ -179,7 +179,7 @@ def test_progress_auto_detects_non_tty():
 
 def test_export_schemas(tmp_path):
     paths = export_schemas(tmp_path)
-    assert [p.name for p in paths] == ["run_result.schema.json", "test_outcome.schema.json"]
+    assert [p.name for p in paths] == ["run_result.schema.json", "test_outcome.schema.json", "ab_result.schema.json"]
     outcome_schema = json.loads(paths[1].read_text())
     assert outcome_schema["title"] == "TestOutcome"
     assert "comparisons" in outcome_schema["properties"]

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pytest_goodput.schema.ab import ABResult
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.results import RunResult
 
 
 def export_schemas(directory: str | Path) -> list[Path]:
-    """Write the JSON Schemas of the results and outcome contracts, for tools that consume them."""
+    """Write the JSON Schemas of the results, outcome and A/B contracts, for tools that consume them."""
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, model in (("run_result", RunResult), ("test_outcome", TestOutcome)):
+    for name, model in (("run_result", RunResult), ("test_outcome", TestOutcome), ("ab_result", ABResult)):
         path = out / f"{name}.schema.json"
         schema = model.model_json_schema()
         schema.setdefault("$schema", "https://json-schema.org/draft/2020-12/schema")
