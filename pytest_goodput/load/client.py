@@ -32,16 +32,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import threading
 from time import perf_counter
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import httpx
 
 
 from pytest_goodput.load.connection import install_protocol, stamp_sent
+from pytest_goodput.load.loop import new_event_loop, run
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register
@@ -70,66 +69,6 @@ _WRITE_FAILED = ("Can not write request body", "Cannot write to closing transpor
 def response_byte_limit(max_tokens: int) -> int:
     """Bytes (plus ``READ_OVERHEAD`` per read) a response to ``max_tokens`` tokens may hold."""
     return max(MIN_RESPONSE_BYTES, RESPONSE_BYTES_PER_TOKEN * max_tokens)
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """A uvloop loop when uvloop is importable (3-4x less receive lag), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def run(coro: Coroutine[Any, Any, _T]) -> _T:
-    """Run ``coro`` to completion on a fresh :func:`new_event_loop` loop, then close it.
-
-    Ctrl-C cancels the run's task and is raised as ``KeyboardInterrupt`` once the task has
-    unwound (as ``asyncio.run`` does): raised inside a transport callback instead, the loop
-    would log it as a transport error and the run would end as failed requests.
-    """
-    loop = new_event_loop()
-    interrupted = False
-    catch_sigint = (threading.current_thread() is threading.main_thread()
-                    and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
-    try:
-        asyncio.set_event_loop(loop)
-        task = loop.create_task(coro)
-
-        def on_sigint() -> None:
-            nonlocal interrupted
-            interrupted = True
-            task.cancel()
-
-        if catch_sigint:
-            try:
-                loop.add_signal_handler(signal.SIGINT, on_sigint)
-            except (NotImplementedError, RuntimeError, ValueError):
-                catch_sigint = False
-        try:
-            result = loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt() from None
-            raise
-        if interrupted:
-            raise KeyboardInterrupt()
-        return result
-    finally:
-        if catch_sigint:
-            loop.remove_signal_handler(signal.SIGINT)
-        try:
-            # After Ctrl-C the run's tasks are still pending: cancel them and let their
-            # cleanup (closing connections, stopping monitors) run, as asyncio.run does.
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for leftover in pending:
-                leftover.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
 
 
 def _auth_headers(api_key_env: str | None) -> tuple[dict[str, str], bytes | None]:
