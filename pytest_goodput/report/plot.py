@@ -46,14 +46,7 @@ def build_figure(
     per_gpu: bool = False,
 ) -> "Figure":
     """The figure :func:`plot_frontiers` saves; raises :class:`PlotUnavailable`."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:
-        raise PlotUnavailable(f"frontier plots need matplotlib: {INSTALL_HINT}") from err
-
-    fig = Figure(figsize=(7.0, 4.5), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = new_figure((7.0, 4.5), "frontier plots")
     ax = fig.add_subplot(1, 1, 1)
     all_x = _finite_xy(list(current_points) + list(baseline_points or []))[0]
     all_x += _finite_xy(list(current_frontier) + list(baseline_frontier or []))[0]
@@ -103,14 +96,38 @@ def plot_frontiers(
     The format follows the extension (``.svg`` or ``.png``). SVG output is reproducible
     (fixed ids, no date) so it diffs cleanly in a PR.
     """
-    out = Path(path)
-    suffix = out.suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"plot path must end in {' or '.join(FORMATS)}, got {str(out)!r}")
+    out = plot_path(path)
     fig = build_figure(current_points, current_frontier, baseline_points, baseline_frontier,
                        title=title, per_gpu=per_gpu)
-    import matplotlib  # present: build_figure succeeded
+    return save_figure(fig, out)
 
+
+def plot_path(path: Union[str, "os.PathLike[str]"]) -> Path:
+    """``path`` as a Path, checked to end in a format a plot can be saved as."""
+    out = Path(path)
+    if out.suffix.lower() not in FORMATS:
+        raise ValueError(f"plot path must end in {' or '.join(FORMATS)}, got {str(out)!r}")
+    return out
+
+
+def new_figure(size: tuple[float, float], what: str) -> "Figure":
+    """A figure on the Agg canvas (pyplot's backend untouched); raises :class:`PlotUnavailable`
+    naming ``what`` needs matplotlib."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:
+        raise PlotUnavailable(f"{what} need matplotlib: {INSTALL_HINT}") from err
+    fig = Figure(figsize=size, dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig: "Figure", out: Path) -> Path:
+    """Save as the extension says; SVG is reproducible (fixed ids, no date) so it diffs cleanly."""
+    import matplotlib  # present: the figure exists
+
+    suffix = out.suffix.lower()
     out.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"Date": None} if suffix == ".svg" else {"Software": None}
     with matplotlib.rc_context({"svg.hashsalt": "pytest-goodput", "svg.fonttype": "none"}):

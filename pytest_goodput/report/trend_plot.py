@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence, Union
 
 from pytest_goodput.judge.changepoints import ChangePoint
-from pytest_goodput.report.plot import FORMATS, INSTALL_HINT, PlotUnavailable
+from pytest_goodput.report.plot import new_figure, plot_path, save_figure
 
 #: Tick labels shown at most: a long history would print its commits on top of each other.
 _MAX_TICKS = 12
@@ -30,21 +30,10 @@ def plot_trend(labels: Sequence[str], values: Sequence[float], change_points: Se
                path: Union[str, "os.PathLike[str]"], title: str = "", ylabel: str = "") -> Path:
     """Draw ``values`` over the runs named ``labels`` with ``change_points`` marked; the format
     follows the extension (``.svg``, reproducible for diffs, or ``.png``)."""
-    out = Path(path)
-    suffix = out.suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"plot path must end in {' or '.join(FORMATS)}, got {str(out)!r}")
+    out = plot_path(path)
     if len(labels) != len(values) or not values:
         raise ValueError("a trend plot needs one label per value and at least one value")
-    try:
-        import matplotlib
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:
-        raise PlotUnavailable(f"trend plots need matplotlib: {INSTALL_HINT}") from err
-
-    fig = Figure(figsize=(8.0, 3.8), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = new_figure((8.0, 3.8), "trend plots")
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(1, len(values) + 1))
     ax.plot(xs, list(values), color="#0072B2", marker="o", markersize=3, linewidth=1.2, label="run")
@@ -70,8 +59,4 @@ def plot_trend(labels: Sequence[str], values: Sequence[float], change_points: Se
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    metadata = {"Date": None} if suffix == ".svg" else {"Software": None}
-    with matplotlib.rc_context({"svg.hashsalt": "pytest-goodput", "svg.fonttype": "none"}):
-        fig.savefig(out, format=suffix[1:], metadata=metadata)
-    return out
+    return save_figure(fig, out)
