@@ -56,3 +56,30 @@ def test_bad_files_exit_2_with_the_file_named(files, tmp_path, capsys, content, 
     assert main(["compare", files["a"], str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and needle in err
+
+
+def test_a_blanket_tolerance_does_not_widen_the_error_rates_absolute_one(tmp_path, capsys):
+    """``--tolerance 0.2`` is 20 % on relative metrics; on the error rate it would be 20
+    percentage points, so the error rate keeps its own (0.5 point) tolerance."""
+    from pytest_goodput.measure.metrics import summarize
+    from pytest_goodput.schema.registry import tolerance_for
+    from pytest_goodput.schema.spec import build_spec
+
+    spec = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400, "tolerance": 0.2})
+    assert tolerance_for(spec, "error_rate", 0.3) == 0.005
+    assert tolerance_for(spec, "goodput.requests_per_s", 0.3) == 0.2
+    named = build_spec({"scenario": "concurrency", "concurrency": 4, "tolerances": {"error_rate": 0.1}})
+    assert tolerance_for(named, "error_rate", 0.3) == 0.1
+
+    base = result(1.0, 1)
+    failing = result(1.0, 2)
+    records = [r.model_copy(update={"ok": False, "error_kind": "http_status", "output_tokens": 0})
+               if r.index % 20 == 0 else r for r in failing.requests]  # 20 of 400: 5 %
+    current = summarize(records, failing.spec, failing.client, load={"concurrency": 4})
+    a, b = tmp_path / "base.json", tmp_path / "cur.json"
+    a.write_text(base.model_dump_json())
+    b.write_text(current.model_dump_json())
+    assert main(["compare", str(a), str(b), "--tolerance", "0.2"]) == 1
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("error rate "))
+    assert "regressed" in row, out

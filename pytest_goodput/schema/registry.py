@@ -248,9 +248,19 @@ def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
     return gated + ("metrics.ttft_ms.p99", "metrics.tpot_ms.p99")
 
 
+#: Metrics judged on an absolute scale: a blanket relative tolerance (marker ``tolerance``,
+#: ``--goodput-tolerance``, ``--tolerance``) would read as percentage points here, so only
+#: ``tolerances={path: ...}`` changes theirs.
+ABSOLUTE_TOLERANCE: frozenset[str] = frozenset({"error_rate"})
+
+
 def tolerance_for(spec: "ScenarioSpec", path: str, default_tolerance: Optional[float] = None) -> float:
-    """``tolerances[path]`` > marker ``tolerance`` > command line / ini > the registry's default."""
-    for tol in (spec.tolerances.get(path), spec.tolerance, default_tolerance):
+    """``tolerances[path]`` > marker ``tolerance`` > command line / ini > the registry's default.
+
+    The blanket tolerances are relative; an absolute-scale metric keeps its own unless named.
+    """
+    blanket = () if path in ABSOLUTE_TOLERANCE else (spec.tolerance, default_tolerance)
+    for tol in (spec.tolerances.get(path), *blanket):
         if tol is not None:
             return tol
     return metric(path).tolerance
