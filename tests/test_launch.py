@@ -245,3 +245,15 @@ def test_no_orphans_when_the_parent_exits_or_is_killed(fake: Path, tmp_path: Pat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("line,port", [
+    ("OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 8123): "
+     "address already in use", 8123),  # uvicorn (vLLM, SGLang)
+    ("couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080", 8080),  # llama.cpp
+    ("listen tcp 127.0.0.1:8000: bind: address already in use", 8000),
+    ("ERROR: [Errno 98] Address already in use", None),
+    ("serving on port 8000", None),  # not a clash line
+])
+def test_the_port_a_clash_line_names(line: str, port: object) -> None:
+    assert launch_mod.clashed_port(f"loading\n{line}\n") == port

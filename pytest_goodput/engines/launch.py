@@ -45,6 +45,8 @@ _CLASH_PATTERNS = re.compile(
     r"failed to bind|bind failed|port .* (is )?(already )?in use",
     re.IGNORECASE,
 )
+#: A port number on a clash line: "('127.0.0.1', 8000)", "127.0.0.1:8000", "port: 8080".
+_CLASH_PORT = re.compile(r"(?:\bport\b\W{0,3}|['\"],\s*|:)(\d{2,5})\b(?![.\d])", re.IGNORECASE)
 _URL_LINE = re.compile(r"^\s*(https?://\S+)\s*$")
 
 class EngineStartError(RuntimeError):
@@ -284,6 +286,16 @@ def launch(
         return _launch_once(argv, free_port(host), retry_on_clash=False, **opts)  # type: ignore[arg-type]
 
 
+def clashed_port(log_tail: str) -> Optional[int]:
+    """The port a clash line of the engine's log names, if it names one."""
+    for line in reversed(log_tail.splitlines()):
+        if _CLASH_PATTERNS.search(line):
+            ports = [int(m) for m in _CLASH_PORT.findall(line) if 0 < int(m) < 65536]
+            if ports:
+                return ports[-1]
+    return None
+
+
 def _fixed_port(base_url: Optional[str]) -> Optional[int]:
     if not base_url or "{port}" in base_url:
         return None
@@ -352,10 +364,18 @@ def _launch_once(
                 code = proc.poll()
                 if code is not None:
                     pump.done.wait(2.0)  # its last words (a port clash?) into the log first
+                    said = _tail(log_path, since=since)
                     clash = engine_port is not None and (
-                        _CLASH_PATTERNS.search(_tail(log_path, since=since)) is not None
-                        or port_in_use(engine_port, host)
+                        _CLASH_PATTERNS.search(said) is not None or port_in_use(engine_port, host)
                     )
+                    named = clashed_port(said) if clash else None
+                    if clash and named is not None and named != engine_port:
+                        # The command binds a port of its own: another {port} would not help.
+                        raise fail(
+                            f"port {named} is already in use (engine exited with code {code}); the "
+                            f"command binds port {named} itself, not the port {engine_port} it was "
+                            f"given for {PORT_PLACEHOLDER}: free port {named} or pass {PORT_PLACEHOLDER} "
+                            f"where the command takes its port")
                     if clash and retry_on_clash:
                         pump.note(f"port {port} was taken; retrying on another port")
                         raise _PortClash()
