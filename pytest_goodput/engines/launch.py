@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from typing import IO, Mapping, Optional, Sequence
 
 import httpx
 
+from pytest_goodput.engines.ports import CLASH_PATTERNS, clashed_port, free_port, port_in_use
 from pytest_goodput.engines.procgroup import (
     kill_group,
     release_watchdog,
@@ -40,35 +40,10 @@ __all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]
 
 PORT_PLACEHOLDER = "{port}"
 _TAIL_LINES = 40
-_CLASH_PATTERNS = re.compile(
-    r"address already in use|eaddrinuse|errno 98|address in use|couldn'?t bind|"
-    r"failed to bind|bind failed|port .* (is )?(already )?in use",
-    re.IGNORECASE,
-)
-#: A port number on a clash line: "('127.0.0.1', 8000)", "127.0.0.1:8000", "port: 8080".
-_CLASH_PORT = re.compile(r"(?:\bport\b\W{0,3}|['\"],\s*|:)(\d{2,5})\b(?![.\d])", re.IGNORECASE)
 _URL_LINE = re.compile(r"^\s*(https?://\S+)\s*$")
 
 class EngineStartError(RuntimeError):
     """The engine exited, clashed on its port, or was not ready in time; the message says which."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (bind to port 0, read it, close)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """True when something listens on ``host:port`` (a bind with SO_REUSEADDR fails)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def _tail(path: str, n: int = _TAIL_LINES, since: int = 0) -> str:
@@ -286,16 +261,6 @@ def launch(
         return _launch_once(argv, free_port(host), retry_on_clash=False, **opts)  # type: ignore[arg-type]
 
 
-def clashed_port(log_tail: str) -> Optional[int]:
-    """The port a clash line of the engine's log names, if it names one."""
-    for line in reversed(log_tail.splitlines()):
-        if _CLASH_PATTERNS.search(line):
-            ports = [int(m) for m in _CLASH_PORT.findall(line) if 0 < int(m) < 65536]
-            if ports:
-                return ports[-1]
-    return None
-
-
 def _fixed_port(base_url: Optional[str]) -> Optional[int]:
     if not base_url or "{port}" in base_url:
         return None
@@ -366,7 +331,7 @@ def _launch_once(
                     pump.done.wait(2.0)  # its last words (a port clash?) into the log first
                     said = _tail(log_path, since=since)
                     clash = engine_port is not None and (
-                        _CLASH_PATTERNS.search(said) is not None or port_in_use(engine_port, host)
+                        CLASH_PATTERNS.search(said) is not None or port_in_use(engine_port, host)
                     )
                     named = clashed_port(said) if clash else None
                     if clash and named is not None and named != engine_port:
