@@ -22,9 +22,10 @@ FLAG_FIELDS = {
     "timeout": "timeout_s",
     "warmup": "warmup_requests",
     "warmup_seconds": "warmup_s",
+    "trace_start": "trace_start_s",
 }
 SPEC_FLAGS = (
-    ("--scenario", str, "offline | server | interactive | concurrency | sweep | capacity"),
+    ("--scenario", str, "offline | server | interactive | concurrency | sweep | capacity | trace"),
     ("--rate", float, "arrival rate, requests/s"),
     ("--arrival", str, "poisson | gamma | constant"),
     ("--burstiness", float, "gamma shape (1 = Poisson)"),
@@ -43,6 +44,10 @@ SPEC_FLAGS = (
     ("--isl-dist", str, "fixed | uniform | normal | lognormal"),
     ("--osl-dist", str, "fixed | uniform | normal | lognormal"),
     ("--range-ratio", float, "uniform length spread"),
+    ("--isl-osl", str, "ISL/OSL preset: 1k/1k | 1k/8k | 8k/1k"),
+    ("--trace", str, "trace file to replay (Mooncake JSONL or CSV; scenario trace)"),
+    ("--trace-time-scale", float, "multiply the trace's times (0.5: twice as fast)"),
+    ("--trace-start", float, "skip the trace's first seconds"),
     ("--sweep", str, "comma-separated concurrencies (or rates with --sweep-over rate)"),
     ("--sweep-over", str, "concurrency | rate"),
     ("--attainment", float, "target fraction of good requests"),
