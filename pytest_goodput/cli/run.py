@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.results import RunResult
@@ -137,7 +138,7 @@ def ready_timeout(value: float) -> float:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    spec = build_spec(spec_args(ns), where="command line")
+    spec = with_trace_digest(build_spec(spec_args(ns), where="command line"))  # a bad trace: before any engine
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout))
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log

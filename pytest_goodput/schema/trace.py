@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the spec imports this module
 #: Fields that only a trace replay uses.
 TRACE_ONLY = ("trace_time_scale", "trace_start_s", "trace_block_size", "trace_sha256")
 #: Fields whose job the trace does: a value other than their default is refused.
-SET_BY_TRACE = ("rate", "arrival", "burstiness", "isl", "osl", "isl_dist", "osl_dist", "isl_osl",
+SET_BY_TRACE = ("rate", "arrival", "burstiness", "isl_osl", "isl", "osl", "isl_dist", "osl_dist",
                 "workload", "dataset")
 
 
