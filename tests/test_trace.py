@@ -60,7 +60,7 @@ def test_jsonl_rows_are_read_exactly_and_hashed(trace_file):
 
 def test_csv_with_seconds_ids_and_extra_columns(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("user,timestamp_s,input_length,output_length,hash_ids\n"
+    path.write_text("\ufeffuser,timestamp_s,input_length,output_length,hash_ids\n"
                     "a,0,10,5,0 1 2\nb,1.5,12,6,\n\nc,2.25,3,7,0\n")
     t = read_trace(str(path))
     assert t.timestamps_ms.tolist() == [0.0, 1500.0, 2250.0]

@@ -103,12 +103,16 @@ def test_a_bad_trace_fails_the_test_cleanly_before_any_engine(pytester):
 
 def test_cli_replays_a_csv_trace_and_reports_its_shape(tmp_path, sim_url):
     trace = tmp_path / "t.csv"
-    trace.write_text("timestamp,input_length,output_length\n0,40,8\n200,60,8\n200,20,8\n600,80,8\n")
+    # Rows 0, 1 and 3 start with block 7 (512 tokens, cut to each row's length), row 2 is alone.
+    trace.write_text("timestamp,input_length,output_length,hash_ids\n0,40,8,7\n200,60,8,7\n200,20,8,9\n"
+                     "600,80,8,7 8\n")
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "pytest_goodput", "run", "--url", sim_url, "--scenario", "trace",
            "--trace", str(trace), "--trace-time-scale", "0.5", "--json", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
+    # 3: a busy machine made the client late (the self-check says so); the numbers checked
+    # here come from the trace and the engine, not from timing.
+    assert res.returncode in (0, 3), res.stderr
     result = json.loads(out.read_text())
     assert result["issued"] == 4 and result["completed"] == 4
     # offsets 0, 0.1, 0.1, 0.3 s: span 0.3 s, 3 gaps -> 10 req/s; ISL mean 50, OSL mean 8
@@ -117,6 +121,9 @@ def test_cli_replays_a_csv_trace_and_reports_its_shape(tmp_path, sim_url):
     assert (result["load"]["trace_isl_mean"], result["load"]["trace_osl_mean"]) == (50.0, 8.0)
     assert [r["prompt_tokens"] for r in result["requests"]] == [40, 60, 20, 80]
     assert "trace_requests=4" in res.stdout
+    # The simulator caches 16-token blocks: row 1 finds row 0's first 32 tokens (of 40), row 3
+    # row 1's first 48 (of 60); the simulator's prefix-cache counter sees exactly that.
+    assert result["server_metrics"]["prefix_cache_hits"] == 32 + 48
 
     trace.write_text("timestamp,input_length,output_length\n5,40,8\n1,60,8\n")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)

@@ -106,7 +106,7 @@ def _csv_rows(lines: Iterator[tuple[int, str]], path: str) -> Iterator[tuple[str
     first = next(numbered, None)
     if first is None:
         return
-    header = [c.strip() for c in next(csv.reader([first[1]]))]
+    header = [c.strip() for c in next(csv.reader([first[1].lstrip("\ufeff")]))]
     time_col = "timestamp" if "timestamp" in header else "timestamp_s" if "timestamp_s" in header else None
     missing = [c for c in ("input_length", "output_length") if c not in header]
     if time_col is None or missing:
@@ -177,8 +177,8 @@ def read_trace(path: str) -> Trace:
 
 
 @lru_cache(maxsize=2)
-def _cached(path: str, mtime_ns: int, size: int) -> Trace:
-    del mtime_ns, size  # the cache key: a rewritten file is read again
+def _cached(path: str, version: tuple[str, int, int, int]) -> Trace:
+    del version  # the cache key: another or a rewritten file is read again
     return read_trace(path)
 
 
@@ -189,7 +189,7 @@ def load_trace(spec: ScenarioSpec) -> Trace:
         st = os.stat(path)
     except OSError:
         raise TraceError(f"trace file {path!r} does not exist") from None
-    trace = _cached(path, st.st_mtime_ns, st.st_size)
+    trace = _cached(path, (os.path.abspath(path), st.st_ino, st.st_mtime_ns, st.st_size))
     if spec.trace_sha256 is not None and spec.trace_sha256 != trace.sha256:
         raise TraceError(f"trace file {path!r} changed: its SHA-256 is {trace.sha256}, the spec pins "
                          f"trace_sha256={spec.trace_sha256!r} (a baseline of another trace is not "
