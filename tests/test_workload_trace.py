@@ -101,20 +101,20 @@ def test_a_bad_trace_fails_the_test_cleanly_before_any_engine(pytester):
     assert "Traceback" not in out and "cannot reach" not in out
 
 
-def test_cli_replays_a_csv_trace_and_reports_its_shape(tmp_path, sim_url):
+def test_cli_replays_a_csv_trace_over_two_workers_and_reports_its_shape(tmp_path, sim_url):
     trace = tmp_path / "t.csv"
     # Rows 0, 1 and 3 start with block 7 (512 tokens, cut to each row's length), row 2 is alone.
     trace.write_text("timestamp,input_length,output_length,hash_ids\n0,40,8,7\n200,60,8,7\n200,20,8,9\n"
                      "600,80,8,7 8\n")
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "pytest_goodput", "run", "--url", sim_url, "--scenario", "trace",
-           "--trace", str(trace), "--trace-time-scale", "0.5", "--json", str(out)]
+           "--trace", str(trace), "--trace-time-scale", "0.5", "--workers", "2", "--json", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     # 3: a busy machine made the client late (the self-check says so); the numbers checked
     # here come from the trace and the engine, not from timing.
     assert res.returncode in (0, 3), res.stderr
     result = json.loads(out.read_text())
-    assert result["issued"] == 4 and result["completed"] == 4
+    assert result["issued"] == 4 and result["completed"] == 4 and result["client"]["workers"] == 2
     # offsets 0, 0.1, 0.1, 0.3 s: span 0.3 s, 3 gaps -> 10 req/s; ISL mean 50, OSL mean 8
     assert result["load"]["trace_requests"] == 4 and result["load"]["trace_span_s"] == pytest.approx(0.3)
     assert result["load"]["trace_rate"] == pytest.approx(10.0)
@@ -122,7 +122,7 @@ def test_cli_replays_a_csv_trace_and_reports_its_shape(tmp_path, sim_url):
     assert [r["prompt_tokens"] for r in result["requests"]] == [40, 60, 20, 80]
     assert "trace_requests=4" in res.stdout
     # The simulator caches 16-token blocks: row 1 finds row 0's first 32 tokens (of 40), row 3
-    # row 1's first 48 (of 60); the simulator's prefix-cache counter sees exactly that.
+    # row 1's first 48 (of 60), whichever worker sent them; the simulator counts exactly that.
     assert result["server_metrics"]["prefix_cache_hits"] == 32 + 48
 
     trace.write_text("timestamp,input_length,output_length\n5,40,8\n1,60,8\n")
