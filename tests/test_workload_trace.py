@@ -2,9 +2,10 @@
 
 The test module is the documentation's code block (extracted, so docs and test cannot
 drift), replaying a small chat trace: 40 rows over about 8 s of trace time that share a
-512-token system prompt (hash id 0), replayed twice as fast (about 10 requests/s). Recorded (two sessions), it passes A/A, and
-a simulator slowed by 30 % fails it as a regression; a changed trace file is not compared
-with the baseline of the old one. The CLI replays the same file.
+512-token system prompt (hash id 0), replayed twice as fast (about 10 requests/s).
+Recorded (two sessions), it passes A/A, and a simulator slowed by 30 % fails it as a
+regression; a changed trace file is not compared with the baseline of the old one. The CLI
+replays a CSV trace over two client processes.
 """
 
 from __future__ import annotations
