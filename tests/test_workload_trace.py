@@ -49,7 +49,7 @@ def chat_trace(rows: int = 40, mean_gap_ms: float = 200.0, seed: int = 7) -> str
     t, out = 0, []
     for i in range(rows):
         out.append({"timestamp": t, "input_length": 512 + rng.randint(16, 160),
-                    "output_length": rng.randint(8, 24), "hash_ids": [0, i + 1]})
+                    "output_length": rng.randint(24, 48), "hash_ids": [0, i + 1]})
         t += int(rng.expovariate(1 / mean_gap_ms))
     return "".join(json.dumps(r) + "\n" for r in out)
 
