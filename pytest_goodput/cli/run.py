@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.results import RunResult
@@ -22,9 +23,10 @@ FLAG_FIELDS = {
     "timeout": "timeout_s",
     "warmup": "warmup_requests",
     "warmup_seconds": "warmup_s",
+    "trace_start": "trace_start_s",
 }
 SPEC_FLAGS = (
-    ("--scenario", str, "offline | server | interactive | concurrency | sweep | capacity"),
+    ("--scenario", str, "offline | server | interactive | concurrency | sweep | capacity | trace"),
     ("--rate", float, "arrival rate, requests/s"),
     ("--arrival", str, "poisson | gamma | constant"),
     ("--burstiness", float, "gamma shape (1 = Poisson)"),
@@ -43,6 +45,10 @@ SPEC_FLAGS = (
     ("--isl-dist", str, "fixed | uniform | normal | lognormal"),
     ("--osl-dist", str, "fixed | uniform | normal | lognormal"),
     ("--range-ratio", float, "uniform length spread"),
+    ("--isl-osl", str, "ISL/OSL preset: 1k/1k | 1k/8k | 8k/1k"),
+    ("--trace", str, "trace file to replay (Mooncake JSONL or CSV; scenario trace)"),
+    ("--trace-time-scale", float, "multiply the trace's times (0.5: twice as fast)"),
+    ("--trace-start", float, "skip the trace's first seconds"),
     ("--sweep", str, "comma-separated concurrencies (or rates with --sweep-over rate)"),
     ("--sweep-over", str, "concurrency | rate"),
     ("--attainment", float, "target fraction of good requests"),
@@ -132,7 +138,7 @@ def ready_timeout(value: float) -> float:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    spec = build_spec(spec_args(ns), where="command line")
+    spec = with_trace_digest(build_spec(spec_args(ns), where="command line"))  # a bad trace: before any engine
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout))
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log

@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
 from pytest_goodput.load.schedule import Schedule, open_loop_schedule
 from pytest_goodput.load.selfcheck import SelfCheck
+from pytest_goodput.load.trace import Trace, load_trace
+from pytest_goodput.load.trace_replay import mean_gap, trace_items, trace_load, trace_schedule
 from pytest_goodput.load.workload import Dataset, WorkItem, build_workload
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.results import ClientHealth
@@ -233,14 +235,9 @@ async def drive(
     scen = spec.scenario
     if scen in ("sweep", "capacity"):
         raise ValueError(f"scenario {scen!r} is a series of runs; run each point as its own spec")
-    if scen in ("server", "interactive"):
-        sched = open_loop_schedule(spec)
-        supply = Supply(spec, len(sched), tokenizer, dataset, salt)
-        assert spec.rate is not None
-        check = SelfCheck(open_loop=True, mean_gap_s=1.0 / spec.rate)
-        load = {"rate": float(spec.rate)}
-        if spec.concurrency:
-            load["max_concurrency"] = float(spec.concurrency)
+    if scen in ("server", "interactive", "trace"):
+        sched, supply, gap, load = open_loop_setup(spec, tokenizer, dataset, salt)
+        check = SelfCheck(open_loop=True, mean_gap_s=gap)
         prog = ProgressTicker(progress, len(sched))
         check.start()
         try:
@@ -265,6 +262,26 @@ async def drive(
     else:  # offline
         out, check, load = await offline(spec, client, tokenizer, progress, dataset, salt)
     return RunOutput(sorted(out, key=lambda ex: ex.plan.index), check, load)
+
+
+def open_loop_setup(spec: ScenarioSpec, tokenizer: Any, dataset: Any, salt: Optional[int]
+                    ) -> tuple[Schedule, Supply, Optional[float], dict[str, float]]:
+    """An open-loop run's schedule, payloads, mean gap and offered load (``dataset``: a
+    loaded dataset, or for a trace replay its :class:`Trace`)."""
+    if spec.scenario == "trace":
+        trace = dataset if isinstance(dataset, Trace) else load_trace(spec)
+        sched, first = trace_schedule(spec, trace)
+        items = trace_items(spec, trace, sched, first, tokenizer, salt)
+        supply = Supply(spec, 0, tokenizer, None, salt, items=list(items))
+        load, gap = trace_load(spec, trace, sched, first), mean_gap(sched)
+    else:
+        assert spec.rate is not None
+        sched = open_loop_schedule(spec)
+        supply = Supply(spec, len(sched), tokenizer, dataset, salt)
+        load, gap = {"rate": float(spec.rate)}, 1.0 / spec.rate
+    if spec.concurrency:
+        load["max_concurrency"] = float(spec.concurrency)
+    return sched, supply, gap, load
 
 
 async def offline(

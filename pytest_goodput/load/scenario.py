@@ -28,6 +28,7 @@ from pytest_goodput.load.drive import (
     pool_size,
 )
 from pytest_goodput.load.shard import effective_workers, run_sharded
+from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.workload import Dataset, load_dataset
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.record import to_record
@@ -59,13 +60,15 @@ def run_scenario(
     """Run one scenario (offline, server, interactive or concurrency) and summarize it.
 
     Raises ``ConnectionError`` when ``base_url`` does not answer within a few seconds,
-    ``WorkloadError`` for an unusable dataset and ``ValueError`` for a spec this load
+    ``WorkloadError`` for an unusable dataset, ``TraceError`` for an unusable trace and ``ValueError`` for a spec this load
     generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
     a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
     hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
     worker processes (``shard.py``; ``ShardError`` when one crashes or hangs).
     """
-    dataset = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
+    dataset: Any = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
+    if spec.scenario == "trace":
+        dataset = load_trace(spec)
     if salt is None:
         salt = int.from_bytes(os.urandom(3), "big")
     if effective_workers(spec) > 1:

@@ -101,7 +101,7 @@ class Schedule:
         return float(self.offsets[idx[0]]) if len(idx) else None
 
 
-def _bounded(offsets: np.ndarray, warmup: np.ndarray, requests: Optional[int],
+def bounded(offsets: np.ndarray, warmup: np.ndarray, requests: Optional[int],
              duration_s: Optional[float]) -> tuple[Schedule, bool]:
     """Cut a schedule to the bounds; the flag says whether ``offsets`` was long enough to know."""
     n_warm = int(warmup.sum())  # a prefix
@@ -142,7 +142,7 @@ def open_loop_schedule(spec: ScenarioSpec) -> Schedule:
         n = min(n, MAX_SCHEDULED)
         offsets = arrival_offsets(spec, n)
         mask = warmup_mask(offsets, spec.warmup_requests, spec.warmup_s)
-        sched, complete = _bounded(offsets, mask, spec.requests, spec.duration_s)
+        sched, complete = bounded(offsets, mask, spec.requests, spec.duration_s)
         if complete:
             return sched
         if n >= MAX_SCHEDULED:

@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from pytest_goodput.load.drive import INITIAL_SUPPLY, Supply, pool_size, scheduled_plans
-from pytest_goodput.load.schedule import open_loop_schedule
+from pytest_goodput.load.drive import INITIAL_SUPPLY, Supply, open_loop_setup, pool_size, scheduled_plans
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -101,19 +100,17 @@ def _bound(spec: ScenarioSpec, users: int, count: Optional[int]) -> float:
 def plan_run(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: Optional[int]) -> Plan:
     """Prompts, deadlines and shares for every worker (pure apart from building prompts)."""
     scen, cap = spec.scenario, spec.concurrency
-    if scen in ("server", "interactive"):
-        assert spec.rate is not None
-        sched = open_loop_schedule(spec)
-        plans = list(scheduled_plans(sched, Supply(spec, len(sched), tokenizer, dataset, salt), 0.0))
+    if scen in ("server", "interactive", "trace"):
+        sched, supply, gap, load = open_loop_setup(spec, tokenizer, dataset, salt)
+        plans = list(scheduled_plans(sched, supply, 0.0))
         ceilings: list[Optional[int]] = list(split(cap, n)) if cap else [None] * n
-        jobs = [Job(True, plans=plans[k::n], ceiling=ceilings[k], mean_gap_s=n / spec.rate)
+        jobs = [Job(True, plans=plans[k::n], ceiling=ceilings[k], mean_gap_s=n * gap if gap else None)
                 for k in range(n)]
-        load = {"rate": float(spec.rate), **({"max_concurrency": float(cap)} if cap else {})}
         pools = [c if c else pool_size(spec) for c in ceilings]
         # with a ceiling, requests queue for slots: each slot may serve its share back to back
         queued = 2 * math.ceil(len(sched) / cap) if cap else 1
         bound = (float(sched.offsets[-1]) if len(sched) else 0.0) + spec.timeout_s * queued
-        return Plan([(jobs, bound)], pools, load, True, 1.0 / spec.rate, len(sched), False)
+        return Plan([(jobs, bound)], pools, load, True, gap, len(sched), False)
     nw, nr = spec.warmup_requests, spec.requests
     if scen == "concurrency":
         assert cap is not None

@@ -27,7 +27,7 @@ from pytest_goodput.stats import percentile_proof
 from pytest_goodput.stats.quantiles import percentile
 
 _TOKEN_SOURCE_RANK = {"usage": 0, "tokenizer": 1, "chunks": 2}
-OPEN_LOOP_SCENARIOS = ("server", "interactive")
+OPEN_LOOP_SCENARIOS = ("server", "interactive", "trace")
 #: The client's event-loop lag P99 must stay below this fraction of min(TTFT P50, ITL P50)...
 LOOP_LAG_FRACTION = 1.0
 #: ...but the limit is never below this (loop timers tick in whole ms, and a healthy client

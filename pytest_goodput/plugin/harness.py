@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional, TextIO
 
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run.runner import measure
@@ -44,7 +45,7 @@ class GoodputHarness:
         workers = self._session.settings.workers
         if workers is not None and "workers" not in args:  # marker > command line
             args["workers"] = workers
-        spec = build_spec(args, where=self._nodeid)
+        spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
         return spec.scaled(self._session.settings.scale)
 
     def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Measurement:

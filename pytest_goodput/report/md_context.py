@@ -26,7 +26,7 @@ from pytest_goodput.schema.spec import ScenarioSpec
 SCENARIO_FIELDS = (
     "scenario", "rate", "arrival", "burstiness", "concurrency", "sweep", "sweep_over",
     "requests", "duration_s", "warmup_requests", "api", "workload", "dataset", "isl", "osl",
-    "isl_dist", "osl_dist", "seed",
+    "isl_dist", "osl_dist", "seed", "isl_osl", "trace", "trace_time_scale", "trace_start_s",
 )
 SLO_FIELDS = ("slo", "ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms", "attainment", "percentile_slos", "max_error_rate")
 #: Scenario fields shown even at their default; others only when set to something else.

@@ -13,6 +13,7 @@ from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
 from pytest_goodput.load.drive import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
+from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.capacity import search
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
@@ -122,6 +123,7 @@ def measure(
     ``progress(done, total)`` counts requests over the whole measurement (total 0: unknown);
     ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
     """
+    spec = with_trace_digest(spec)
     if spec.scenario == "sweep":
         return sweep(spec, engine, progress, stage)
     if spec.scenario == "capacity":

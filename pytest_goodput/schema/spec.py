@@ -13,6 +13,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pytest_goodput.schema.isl_osl import expand_isl_osl
 from pytest_goodput.schema.registry import (
     GATEABLE_HELP,
     LATENCIES,
@@ -21,9 +22,11 @@ from pytest_goodput.schema.registry import (
     is_gateable,
     is_tolerable,
 )
+from pytest_goodput.schema.trace import check_trace
 
-Scenario = Literal["offline", "server", "interactive", "concurrency", "sweep", "capacity"]
-SCENARIOS: tuple[str, ...] = ("offline", "server", "interactive", "concurrency", "sweep", "capacity")
+Scenario = Literal["offline", "server", "interactive", "concurrency", "sweep", "capacity", "trace"]
+SCENARIOS: tuple[str, ...] = ("offline", "server", "interactive", "concurrency", "sweep", "capacity",
+                              "trace")
 LengthDist = Literal["fixed", "uniform", "normal", "lognormal"]
 Arrival = Literal["poisson", "gamma", "constant"]
 Api = Literal["completions", "chat"]
@@ -107,6 +110,17 @@ class ScenarioSpec(BaseModel):
     min_len: int = Field(1, ge=1)
     max_len: Optional[int] = Field(None, ge=1)
 
+    # --- trace replay and ISL/OSL presets (docs/workloads.md) ---------------------------
+    isl_osl: Optional[str] = Field(None, description="ISL/OSL preset: 1k/1k, 1k/8k or 8k/1k "
+                                   "(an explicit isl=/osl= wins)")
+    trace: Optional[str] = Field(None, description="scenario 'trace': a Mooncake JSONL or CSV trace file")
+    trace_time_scale: float = Field(1.0, gt=0, description="multiplies the trace's times: 0.5 replays "
+                                    "it twice as fast")
+    trace_start_s: float = Field(0.0, ge=0, description="skip the trace's first seconds (trace time)")
+    trace_block_size: int = Field(512, ge=1, description="tokens per hash_ids block (Mooncake: 512)")
+    trace_sha256: Optional[str] = Field(None, pattern="^[0-9a-f]{64}$", description="the trace file's "
+                                        "content digest: filled in when run; set, it pins the file")
+
     # --- SLOs --------------------------------------------------------------------------
     slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive")
     ttft_ms: Optional[float] = Field(None, gt=0)
@@ -135,7 +149,7 @@ class ScenarioSpec(BaseModel):
         """Accept ``ttft_p99_ms=450`` style keywords and expand ``slo=`` presets."""
         if not isinstance(data, dict):
             return data
-        data = dict(data)
+        data = expand_isl_osl(dict(data))
         given = data.get("percentile_slos") or {}
         if not isinstance(given, dict):
             raise ValueError(
@@ -182,7 +196,7 @@ class ScenarioSpec(BaseModel):
                 )
         if pct:
             data["percentile_slos"] = pct
-        if data.get("requests") is None and data.get("duration_s") is None:
+        if data.get("requests") is None and data.get("duration_s") is None and data.get("scenario") != "trace":
             data["requests"] = DEFAULT_REQUESTS
         for key in ("sweep", "gate"):
             if isinstance(data.get(key), list):
@@ -228,6 +242,7 @@ class ScenarioSpec(BaseModel):
                 raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
                                  f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
         self._check_arguments_apply()
+        check_trace(self)
         return self
 
     def _check_arguments_apply(self) -> None:

@@ -1,0 +1,123 @@
+"""Replaying a trace: its rows as an open-loop schedule, and prompts that share what it shares.
+
+Schedule: the rows from ``trace_start_s`` (trace seconds after its first row) on, request
+``i`` at offset ``(t_i - t_first) / 1000 * trace_time_scale`` seconds; warm-up
+(``warmup_requests``, ``warmup_s``) and the bounds (``requests``, ``duration_s``) cut it as
+they cut any open-loop schedule. No bound: every row of the window is sent.
+
+Prompts: a row of ``input_length`` L is ``ceil(L / B)`` blocks of B = ``trace_block_size``
+words (the last one cut to length). Block ``j`` of a row is the text of ``hash_ids[j]``,
+the same words wherever that id appears (seeded by the spec's seed, the run's salt and the
+id); blocks past the row's ids are the row's own. So rows with equal leading ids share that
+prefix exactly, and an engine's prefix cache sees what it saw when the trace was recorded.
+One word is one token for the embedded simulator and about one for real tokenizers (the
+vocabulary is of single-token words), so block boundaries are approximate there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Hashable, Optional
+
+import numpy as np
+
+from pytest_goodput.load.schedule import Schedule, bounded, mean_rate, warmup_mask
+from pytest_goodput.load.trace import Trace, TraceError
+from pytest_goodput.load.workload import WORDS, WorkItem, count_tokens
+from pytest_goodput.schema.spec import ScenarioSpec
+
+#: ``SeedSequence`` stream key of trace block text (workload streams are 11-14).
+TRACE_TEXT_STREAM = 15
+_VOCAB = np.asarray(WORDS, dtype=object)
+
+
+def trace_schedule(spec: ScenarioSpec, trace: Trace) -> tuple[Schedule, int]:
+    """The replay's schedule and the trace row its first request is (the window's start)."""
+    t = trace.timestamps_ms
+    first = int(np.searchsorted(t - t[0], spec.trace_start_s * 1000.0, side="left"))
+    if first >= len(t):
+        raise TraceError(f"trace file {trace.path!r}: no row at or after trace_start_s="
+                         f"{spec.trace_start_s:g} (the trace spans {(t[-1] - t[0]) / 1000:g} s)")
+    offsets = (t[first:] - t[first]) / 1000.0 * spec.trace_time_scale
+    mask = warmup_mask(offsets, spec.warmup_requests, spec.warmup_s)
+    sched, _ = bounded(offsets, mask, spec.requests, spec.duration_s)
+    if sched.measured == 0:
+        raise TraceError(f"trace file {trace.path!r}: every replayed row is warm-up "
+                         f"({len(sched)} rows); lower warmup_requests=/warmup_s=")
+    return sched, first
+
+
+def _block_keys(trace: Trace, row: int, blocks: int) -> list[Hashable]:
+    ids = trace.hash_ids[row] or ()
+    return [("id", ids[j]) if j < len(ids) else ("row", row, j) for j in range(blocks)]
+
+
+def _block(key: Hashable, size: int, seed: int, salt: Optional[int]) -> list[str]:
+    kind, *rest = key  # type: ignore[misc]
+    entropy = [TRACE_TEXT_STREAM, seed & 0xFFFFFFFF, 0 if kind == "id" else 1, *rest]
+    if salt is not None:
+        entropy.append(salt & 0xFFFFFFFF)
+    picks = np.random.default_rng(entropy).integers(0, len(WORDS), size=size)
+    return _VOCAB[picks].tolist()
+
+
+def trace_prompts(trace: Trace, rows: range, block_size: int, seed: int,
+                  salt: Optional[int] = None) -> list[str]:
+    """The prompt of each row in ``rows``: its blocks' words, exactly ``input_length`` of them.
+
+    A shared id's block is built once and kept only while later rows still use it, so memory
+    follows the blocks in use, not the trace's size.
+    """
+    keys = [_block_keys(trace, r, math.ceil(int(trace.input_lengths[r]) / block_size)) for r in rows]
+    uses = Counter(k for ks in keys for k in ks if k[0] == "id")  # type: ignore[index]
+    live: dict[Hashable, list[str]] = {}
+    out = []
+    for r, ks in zip(rows, keys):
+        left = int(trace.input_lengths[r])
+        words: list[str] = []
+        for key in ks:
+            block = live.get(key) or _block(key, block_size, seed, salt)
+            if uses.get(key, 0) > 1:
+                live[key] = block
+            if key in uses:
+                uses[key] -= 1
+                if uses[key] == 0:
+                    live.pop(key, None)
+            words += block[:left]
+            left -= block_size
+        out.append(" ".join(words))
+    return out
+
+
+def trace_items(spec: ScenarioSpec, trace: Trace, sched: Schedule, first: int, tokenizer: Any = None,
+                salt: Optional[int] = None) -> list[WorkItem]:
+    """One payload per scheduled request: the row's prompt, its length and ``output_length``."""
+    rows = range(first, first + len(sched))
+    prompts = trace_prompts(trace, rows, spec.trace_block_size, spec.seed, salt)
+    return [WorkItem(p, count_tokens(tokenizer, p) if tokenizer is not None else int(trace.input_lengths[r]),
+                     int(trace.output_lengths[r])) for p, r in zip(prompts, rows)]
+
+
+def trace_load(spec: ScenarioSpec, trace: Trace, sched: Schedule, first: int) -> dict[str, float]:
+    """What load the replay offers (its measured rows): ``docs/metrics.md``, "Trace replay"."""
+    measured = np.flatnonzero(~sched.warmup)
+    rows = measured + first
+    offsets = sched.offsets[measured]
+    load = {
+        "trace_requests": float(len(measured)),
+        "trace_span_s": float(offsets[-1] - offsets[0]),
+        "trace_isl_mean": float(trace.input_lengths[rows].mean()),
+        "trace_osl_mean": float(trace.output_lengths[rows].mean()),
+        "trace_time_scale": float(spec.trace_time_scale),
+    }
+    rate = mean_rate(offsets)
+    if len(offsets) >= 2 and math.isfinite(rate):
+        load["trace_rate"] = rate
+    return load
+
+
+def mean_gap(sched: Schedule) -> Optional[float]:
+    """Mean gap between the schedule's sends (None: fewer than two, or all at once)."""
+    rate = mean_rate(sched.offsets)
+    return 1.0 / rate if len(sched) >= 2 and math.isfinite(rate) and rate > 0 else None
