@@ -13,6 +13,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pytest_goodput.schema.conversation import conversation_problem
 from pytest_goodput.schema.registry import (
     GATEABLE_HELP,
     LATENCIES,
@@ -106,6 +107,12 @@ class ScenarioSpec(BaseModel):
     length_cv: float = Field(0.25, ge=0, le=5, description="normal/lognormal: std / mean")
     min_len: int = Field(1, ge=1)
     max_len: Optional[int] = Field(None, ge=1)
+    # --- multi-turn conversations and shared prefixes (docs/workloads.md) ---------------
+    turns: int = Field(1, ge=1, le=1000, description="requests per conversation, each carrying the history")
+    think_time_s: float = Field(0.0, ge=0, description="mean (exponential) pause between a conversation's turns")
+    prefix_len: int = Field(0, ge=0, description="tokens of a shared prefix (system prompt or document)")
+    prefix_groups: int = Field(1, ge=1, description="distinct shared prefixes")
+    prefix_fraction: float = Field(1.0, ge=0, le=1, description="fraction of prompts (conversations) with one")
 
     # --- SLOs --------------------------------------------------------------------------
     slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive")
@@ -228,6 +235,8 @@ class ScenarioSpec(BaseModel):
                 raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
                                  f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
         self._check_arguments_apply()
+        if (problem := conversation_problem(self)) is not None:
+            raise ValueError(problem)
         return self
 
     def _check_arguments_apply(self) -> None:
