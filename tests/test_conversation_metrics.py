@@ -120,7 +120,10 @@ def test_the_gate_recomputes_later_turn_ttft_with_failures_as_infinity():
     assert cut is not None and cut[0][0].ttft_later_ms == [None, 10.0, 20.0, None]
     with pytest.raises(SpecError):  # a subset column, not a per-request SLO keyword
         build_spec(dict(scenario="offline", ttft_later_p99_ms=100))
-    build_spec(dict(scenario="offline", gate=["metrics.ttft_later_ms.p50"]))
+    with pytest.raises(SpecError, match="needs conversations"):  # nothing to measure without turns
+        build_spec(dict(scenario="offline", gate=["metrics.ttft_later_ms.p50"]))
+    build_spec(dict(scenario="concurrency", concurrency=2, api="chat", turns=2, requests=4,
+                    gate=["metrics.ttft_later_ms.p50"], tolerances={"metrics.ttft_later_ms.p50": 0.2}))
 
 
 def test_the_simulator_reports_cached_tokens_as_vllm_does():
@@ -156,3 +159,16 @@ def test_conversations_carry_a_prefix_on_their_first_turn_only():
     spec = build_spec(dict(scenario="concurrency", concurrency=2, api="chat", turns=3, requests=30,
                            prefix_len=20, prefix_fraction=1.0))
     assert prefix_groups_of(spec, 30) == [0, None, None] * 10
+
+
+def test_the_cli_table_shows_turns_and_the_cache():
+    from pytest_goodput.report.summary import render_result
+
+    spec = build_spec(dict(scenario="concurrency", concurrency=2, api="chat", turns=3, requests=6))
+    text = render_result(summarize(CONVERSATIONS, spec, HEALTHY))
+    assert "42.7% of prompt tokens cached (384 tokens)" in text
+    rows = {line.split("  ")[0]: line.split() for line in text.splitlines() if line.startswith("TTFT")}
+    assert rows["TTFT turn 1 ms"][-7:-5] == ["2", "50.00"]  # n, mean
+    assert rows["TTFT turns 2+ ms"][-7:-4] == ["3", "20.00", "20.00"]  # n, mean, p50
+    plain = render_result(summarize([rec(0, None, 10.0)], build_spec(dict(scenario="offline", requests=1)), HEALTHY))
+    assert "prefix cache" not in plain and "turn" not in plain

@@ -34,6 +34,10 @@ def conversation_problem(spec: "ScenarioSpec") -> Optional[str]:
             return f"turns={t} runs in one client process (workers=1)"
     elif spec.think_time_s > 0:
         return "think_time_s= applies only to conversations (turns= > 1)"
+    else:
+        later = [k for k in (*(spec.gate or ()), *spec.tolerances) if k.startswith("metrics.ttft_later_ms.")]
+        if later:
+            return f"{later[0]} measures turns 2 and later: it needs conversations (turns= > 1)"
     if spec.prefix_len == 0 and (spec.prefix_groups != 1 or spec.prefix_fraction != 1.0):
         return "prefix_groups= and prefix_fraction= need prefix_len= (the shared prefix's tokens)"
     return None
