@@ -140,3 +140,11 @@ def test_conversation_arguments_that_cannot_run_are_refused(args, message):
 def test_defaults_leave_the_identity_of_existing_specs_alone():
     spec = build_spec(dict(scenario="server", rate=2.0))
     assert not {"turns", "think_time_s", "prefix_len", "prefix_groups", "prefix_fraction"} & set(spec.identity())
+
+
+def test_a_turns_prompt_length_estimate_includes_its_history():
+    spec = build_spec(dict(scenario="concurrency", concurrency=1, api="chat", turns=3,
+                           requests=3, isl=4, osl=2))
+    plans = {ex.plan.index: ex.plan for ex in drive_conversations(spec, Scripted())}
+    # 4 words per message, one word per scripted answer: 4, then 4 + 1 + 4, then 9 + 1 + 4
+    assert [plans[i].prompt_tokens for i in range(3)] == [4, 9, 14]

@@ -12,6 +12,8 @@
   new user message, the workload's prompt ``i``;
 * after a turn ends the user thinks for an exponential time of mean ``think_time_s``
   (seeded per conversation and turn) before sending the next;
+* a turn's ``prompt_tokens`` estimate (used only when the engine reports no usage) adds
+  the history's words to the new message's length;
 * a failed turn is data (it counts against the SLOs like any failure); the conversation
   goes on without it: the next turn follows the last answered one.
 """
@@ -70,6 +72,7 @@ async def conversation_loop(spec: ScenarioSpec, client: Any, users: int, supply:
 
     async def one(c: int) -> None:
         history: list[dict[str, str]] = []
+        history_tokens = 0  # approximate (words), for engines that report no usage
         pauses = think_times(spec, c)
         ready = clock()
         for t in range(turns):
@@ -78,6 +81,8 @@ async def conversation_loop(spec: ScenarioSpec, client: Any, users: int, supply:
             ask = {"role": "user", "content": plan.prompt}
             plan.messages = history + [ask]
             plan.conversation, plan.turn = c, t + 1
+            if plan.prompt_tokens is not None:
+                plan.prompt_tokens += history_tokens
             ex = await client.send(plan)
             check.record_exchange(ready, ex)
             out.append(ex)
@@ -85,6 +90,7 @@ async def conversation_loop(spec: ScenarioSpec, client: Any, users: int, supply:
             answer = answer_text(ex, spec.stream)
             if answer is not None:
                 history = plan.messages + [{"role": "assistant", "content": answer}]
+                history_tokens += len(plan.prompt.split()) + len(answer.split())
             if t + 1 < turns:
                 end = ex.end_at if ex.end_at is not None else clock()
                 ready = end + pauses[t]
