@@ -124,7 +124,7 @@ def test_think_times_are_seeded_exponential_draws():
 
 @pytest.mark.parametrize("args, message", [
     (dict(turns=2, scenario="concurrency", concurrency=2, requests=4), "needs api='chat'"),
-    (dict(turns=2, api="chat", scenario="server", rate=1.0, requests=4), "runs in scenario 'concurrency'"),
+    (dict(turns=2, api="chat", scenario="offline", requests=4), "runs in scenario 'concurrency'"),
     (dict(turns=3, api="chat", scenario="concurrency", concurrency=2, requests=4),
      "requests=4 must be a multiple of turns=3"),
     (dict(turns=2, api="chat", scenario="concurrency", concurrency=2, duration_s=5.0), "not duration_s="),
@@ -148,3 +148,23 @@ def test_a_turns_prompt_length_estimate_includes_its_history():
     plans = {ex.plan.index: ex.plan for ex in drive_conversations(spec, Scripted())}
     # 4 words per message, one word per scripted answer: 4, then 4 + 1 + 4, then 9 + 1 + 4
     assert [plans[i].prompt_tokens for i in range(3)] == [4, 9, 14]
+
+
+def test_open_loop_conversations_arrive_on_schedule_and_count_from_it():
+    from pytest_goodput.load.conversation import open_conversations
+    from pytest_goodput.load.schedule import arrival_offsets
+
+    spec = build_spec(dict(scenario="server", rate=200.0, api="chat", turns=2, requests=6,
+                           concurrency=2, isl=4, osl=2))
+    sender = Scripted()
+    supply = Supply(spec, 6, None, None, 7)
+    out = asyncio.run(open_conversations(spec, sender, supply, SelfCheck(open_loop=True),
+                                         ProgressTicker(None, 0)))
+    plans = {ex.plan.index: ex.plan for ex in out}
+    assert sorted(plans) == list(range(6)) and all(p.open_loop for p in plans.values())
+    assert [(plans[i].conversation, plans[i].turn) for i in range(6)] == [
+        (0, 1), (0, 2), (1, 1), (1, 2), (2, 1), (2, 2)]
+    # first turns are due at the conversations' scheduled arrivals (rate 200/s, seeded)
+    gaps = [plans[2 * k].scheduled_at - plans[0].scheduled_at for k in range(3)]
+    assert gaps == pytest.approx(arrival_offsets(spec, 3).tolist())
+    assert [m["content"] for m in plans[3].messages] == [plans[2].prompt, "a1t1", plans[3].prompt]

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
-from pytest_goodput.load.conversation import conversation_loop
+from pytest_goodput.load.conversation import conversation_loop, open_conversations
 from pytest_goodput.load.prefix import with_shared_prefixes
 from pytest_goodput.load.schedule import Schedule, open_loop_schedule
 from pytest_goodput.load.selfcheck import SelfCheck
@@ -247,7 +247,10 @@ async def drive(
         prog = ProgressTicker(progress, len(sched))
         check.start()
         try:
-            out = await open_loop(client, scheduled_plans(sched, supply), check, prog, spec.concurrency)
+            if spec.turns > 1:  # conversations arrive on the schedule; their turns follow
+                out = await open_conversations(spec, client, supply, check, prog)
+            else:
+                out = await open_loop(client, scheduled_plans(sched, supply), check, prog, spec.concurrency)
             prog.finish()
         finally:
             await check.stop()

@@ -1,9 +1,10 @@
 """Which specs can run multi-turn conversations and shared prefixes (pure).
 
 A conversation's turn ``t`` carries the whole history, so it can only be sent once turn
-``t - 1`` has answered: conversations run in the closed loop (``scenario='concurrency'``,
-one conversation per user slot, kept while the user thinks) over the chat API, and a run
-is a whole number of conversations (``docs/workloads.md``, "Multi-turn chat").
+``t - 1`` has answered: conversations run over the chat API, in the closed loop
+(``scenario='concurrency'``, one conversation per user slot, kept while the user thinks) or
+the open loop (``server``/``interactive``: ``rate`` conversations/s, turns following), and
+a run is a whole number of conversations (``docs/workloads.md``, "Multi-turn chat").
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ def conversation_problem(spec: "ScenarioSpec") -> Optional[str]:
     if t > 1:
         if spec.api != "chat":
             return f"turns={t} needs api='chat': a conversation's history is a list of messages"
-        if spec.scenario != "concurrency":
-            return (f"turns={t} runs in scenario 'concurrency' (concurrency= conversations, each "
-                    f"user keeps its slot while thinking), not {spec.scenario!r}")
+        if spec.scenario not in ("concurrency", "server", "interactive"):
+            return (f"turns={t} runs in scenario 'concurrency' (concurrency= users, each keeping "
+                    "its slot while thinking) or 'server'/'interactive' (rate= conversations/s), "
+                    f"not {spec.scenario!r}")
         if spec.duration_s is not None or spec.warmup_s > 0:
             return f"turns={t} is bounded by whole conversations: use requests= and warmup_requests=, " \
                    "not duration_s= / warmup_s="
