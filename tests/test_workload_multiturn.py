@@ -42,23 +42,36 @@ def doc_example(section: str) -> str:
     return re.search(r"```python\n(.*?)```", body, re.S).group(1)
 
 
+def gate(pytester, url: str, *flags: str, attempts: int = 3):
+    """One plugin session against ``url`` and its JSON; repeated while the client set the pace.
+
+    The machine is shared: a run whose event loop a neighbour starved is invalid (and fails)
+    whatever the engine did, so such a session is allowed two retries, as the llama.cpp
+    gate tests allow. What is asserted is then the gate's verdict on the engine.
+    """
+    out = pytester.path / "out.json"
+    for _ in range(attempts):
+        res = pytester.runpytest(f"--goodput-url={url}", f"--goodput-json={out}", *flags)
+        test = json.loads(out.read_text())["tests"][0]
+        if test["outcome"]["client_valid"]:
+            return res, test
+    raise AssertionError(f"the client set the pace {attempts} times: {test['outcome']['client_reasons']}")
+
+
 def test_multiturn_doc_gate_passes_aa_and_fails_without_the_prefix_cache(pytester, sim_url):
     pytester.makepyfile(test_chat="import pytest\n\n\n" + doc_example("Multi-turn chat"))
-    out = pytester.path / "out.json"
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
-                       f"--goodput-json={out}").assert_outcomes(passed=1)
-    run = json.loads(out.read_text())["tests"][0]["runs"][0]
+    res, test = gate(pytester, sim_url, "--goodput-update-baseline")
+    res.assert_outcomes(passed=1)
+    run = test["runs"][0]
     later = [r for r in run["requests"] if r["turn"] >= 2]
     assert len(later) == 48 and all(r["cached_tokens"] > 0 for r in later)
     assert 0.5 < run["prefix_cache_hit_rate"] < 1
     # A/A: the same engine again passes the gate
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline").assert_outcomes(passed=1)
+    gate(pytester, sim_url, "--goodput-baseline")[0].assert_outcomes(passed=1)
     with simulator(prefix_caching="false") as cold:
-        res = pytester.runpytest(f"--goodput-url={cold.base_url}", "--goodput-baseline",
-                                 f"--goodput-json={out}")
+        res, test = gate(pytester, cold.base_url, "--goodput-baseline")
     res.assert_outcomes(failed=1)
     assert "TTFT turns 2+ P50" in res.stdout.str()
-    test = json.loads(out.read_text())["tests"][0]
     assert test["runs"][0]["prefix_cache_hit_rate"] is None  # the cold engine reports no cache
     verdicts = {v["metric"]: v["verdict"] for v in test["outcome"]["comparisons"]}
     assert verdicts["metrics.ttft_later_ms.p50"] == "regressed"
@@ -66,8 +79,10 @@ def test_multiturn_doc_gate_passes_aa_and_fails_without_the_prefix_cache(pyteste
 
 def test_shared_prefix_doc_gate_runs_and_passes_aa(pytester, sim_url):
     pytester.makepyfile(test_prefix="import pytest\n\n\n" + doc_example("Shared prefixes"))
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=1)
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline").assert_outcomes(passed=1)
+    res, test = gate(pytester, sim_url, "--goodput-update-baseline")
+    res.assert_outcomes(passed=1)
+    assert test["runs"][0]["prefix_cache_hit_rate"] > 0.5
+    gate(pytester, sim_url, "--goodput-baseline")[0].assert_outcomes(passed=1)
 
 
 class Scripted:
