@@ -66,6 +66,7 @@ def test_multiturn_doc_gate_passes_aa_and_fails_without_the_prefix_cache(pyteste
     later = [r for r in run["requests"] if r["turn"] >= 2]
     assert len(later) == 48 and all(r["cached_tokens"] > 0 for r in later)
     assert 0.5 < run["prefix_cache_hit_rate"] < 1
+    assert run["window"]["basis"] == "sends"  # turns are not chained end-to-schedule
     # A/A: the same engine again passes the gate
     gate(pytester, sim_url, "--goodput-baseline")[0].assert_outcomes(passed=1)
     with simulator(prefix_caching="false") as cold:
