@@ -59,7 +59,8 @@ def test_simulator_streams_reasoning_before_the_answer(thinking_sim_url):
     # completions have no reasoning parser: the knob leaves them alone
     plain = httpx.post(thinking_sim_url + "/completions", timeout=10,
                        json={"prompt": "a b c", "max_tokens": 3, "ignore_eos": True}).json()
-    assert plain["usage"] == {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
+    assert plain["usage"] == {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6,
+                              "prompt_tokens_details": {"cached_tokens": 0}}
 
 
 def test_ttfo_slo_holds_generous_and_breaks_tiny(pytester, thinking_sim_url):

@@ -82,7 +82,8 @@ def test_streaming_completion_with_exact_usage(sim: Sim) -> None:
     assert events[-1] == "[DONE]"
     usage_chunk = events[-2]
     assert usage_chunk["choices"] == []
-    assert usage_chunk["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
+    assert usage_chunk["usage"] == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12,
+                                    "prompt_tokens_details": {"cached_tokens": 0}}
     tokens = events[:-2]
     assert len(tokens) == 7
     assert all(len(e["choices"][0]["text"].split()) == 1 for e in tokens)
@@ -112,7 +113,8 @@ def test_non_streaming_responses_are_deterministic_and_ids_unique(sim: Sim) -> N
     assert a["choices"][0]["text"] == b["choices"][0]["text"]
     assert len(a["choices"][0]["text"].split()) == 12
     assert a["id"] != b["id"]
-    assert a["usage"] == {"prompt_tokens": 3, "completion_tokens": 12, "total_tokens": 15}
+    assert a["usage"] == {"prompt_tokens": 3, "completion_tokens": 12, "total_tokens": 15,
+                          "prompt_tokens_details": {"cached_tokens": 0}}
     chat = httpx.post(sim.url + "/chat/completions", timeout=10, json={
         "messages": [{"role": "user", "content": "x y"}], "max_tokens": 3, "ignore_eos": True}).json()
     assert chat["choices"][0]["message"]["role"] == "assistant"

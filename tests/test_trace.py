@@ -218,6 +218,7 @@ def test_workers_get_the_replay_round_robin(trace_file):
     ({"scenario": "trace", "trace": "t", "isl_osl": "1k/1k"}, "isl_osl= does not apply"),
     ({"scenario": "trace", "trace": "t", "workload": "jsonl", "dataset": "d"}, "workload= does not apply"),
     ({"scenario": "trace", "trace": "t", "arrival": "gamma"}, "arrival= does not apply"),
+    ({"scenario": "trace", "trace": "t", "prefix_len": 64}, "prefix_len= does not apply to scenario 'trace': the trace sets the shared prefixes"),
     ({"scenario": "server", "rate": 1.0, "trace": "t"}, "trace= applies only to scenario 'trace'"),
     ({"scenario": "server", "rate": 1.0, "trace_time_scale": 2.0}, "trace_time_scale= applies only"),
     ({"scenario": "trace", "trace": "t", "trace_time_scale": 0}, "greater than 0"),

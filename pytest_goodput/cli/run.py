@@ -24,6 +24,7 @@ FLAG_FIELDS = {
     "warmup": "warmup_requests",
     "warmup_seconds": "warmup_s",
     "trace_start": "trace_start_s",
+    "think_time": "think_time_s",
 }
 SPEC_FLAGS = (
     ("--scenario", str, "offline | server | interactive | concurrency | sweep | capacity | trace"),
@@ -54,6 +55,12 @@ SPEC_FLAGS = (
     ("--attainment", float, "target fraction of good requests"),
     ("--workers", int, "client processes the load is sharded over"),
     ("--repeats", int, "run the scenario this many times"),
+    # multi-turn conversations and shared prefixes (docs/workloads.md)
+    ("--turns", int, "requests per conversation (chat, concurrency scenario)"),
+    ("--think-time", float, "mean seconds between a conversation's turns"),
+    ("--prefix-len", int, "tokens of a shared prefix"),
+    ("--prefix-groups", int, "distinct shared prefixes"),
+    ("--prefix-fraction", float, "fraction of prompts (conversations) with a shared prefix"),
 )
 
 

@@ -115,6 +115,7 @@ def pooled(runs: Sequence[Samples]) -> Optional[Samples]:
         prompt_tokens=[v for r in runs for v in r.prompt_tokens],
         ttfo_ms=_optional_column(runs, "ttfo_ms"),
         reasoning_tokens=_optional_column(runs, "reasoning_tokens"),
+        ttft_later_ms=_optional_column(runs, "ttft_later_ms"),
     )
 
 
@@ -180,7 +181,8 @@ def common_prefix(baseline_runs: Sequence[Samples], current_runs: Sequence[Sampl
             "tpot_ms": s.tpot_ms[:m], "e2e_ms": s.e2e_ms[:m], "output_tokens": s.output_tokens[:m],
             "prompt_tokens": s.prompt_tokens[:m],
             "ttfo_ms": s.ttfo_ms[:m] if s.ttfo_ms is not None else None,
-            "reasoning_tokens": s.reasoning_tokens[:m] if s.reasoning_tokens is not None else None})
+            "reasoning_tokens": s.reasoning_tokens[:m] if s.reasoning_tokens is not None else None,
+            "ttft_later_ms": s.ttft_later_ms[:m] if s.ttft_later_ms is not None else None})
 
     return [cut(s) for s in baseline_runs], [cut(s) for s in current_runs]
 

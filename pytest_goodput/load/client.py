@@ -200,7 +200,7 @@ class OpenAIClient:
             body["prompt"] = plan.prompt
             body["max_tokens"] = plan.max_tokens
         else:
-            body["messages"] = [{"role": "user", "content": plan.prompt}]
+            body["messages"] = plan.messages or [{"role": "user", "content": plan.prompt}]
             body["max_tokens"] = plan.max_tokens
             body["max_completion_tokens"] = plan.max_tokens
         body["stream"] = self.stream

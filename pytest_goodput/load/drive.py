@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
+from pytest_goodput.load.conversation import conversation_loop, open_conversations
+from pytest_goodput.load.prefix import with_shared_prefixes
 from pytest_goodput.load.schedule import Schedule, open_loop_schedule
 from pytest_goodput.load.selfcheck import SelfCheck
 from pytest_goodput.load.trace import Trace, load_trace
@@ -86,7 +88,8 @@ class Supply:
         self.items: list[Any] = items if items is not None else self._build(n)
 
     def _build(self, n: int) -> list[WorkItem]:
-        return build_workload(self.spec, n, self.tokenizer, dataset=self.dataset, salt=self.salt)
+        items = build_workload(self.spec, n, self.tokenizer, dataset=self.dataset, salt=self.salt)
+        return with_shared_prefixes(items, self.spec, self.salt, self.tokenizer)
 
     def __getitem__(self, i: int) -> WorkItem:
         if i >= len(self.items):
@@ -241,7 +244,10 @@ async def drive(
         prog = ProgressTicker(progress, len(sched))
         check.start()
         try:
-            out = await open_loop(client, scheduled_plans(sched, supply), check, prog, spec.concurrency)
+            if spec.turns > 1:  # conversations arrive on the schedule; their turns follow
+                out = await open_conversations(spec, client, supply, check, prog)
+            else:
+                out = await open_loop(client, scheduled_plans(sched, supply), check, prog, spec.concurrency)
             prog.finish()
         finally:
             await check.stop()
@@ -255,7 +261,10 @@ async def drive(
         prog = ProgressTicker(progress, total)
         check.start()
         try:
-            out = await closed_loop(spec, client, spec.concurrency, supply, check, prog)
+            if spec.turns > 1:  # conversations: each user keeps its slot for a whole one
+                out = await conversation_loop(spec, client, spec.concurrency, supply, check, prog)
+            else:
+                out = await closed_loop(spec, client, spec.concurrency, supply, check, prog)
             prog.finish()
         finally:
             await check.stop()

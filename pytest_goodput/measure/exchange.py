@@ -18,6 +18,11 @@ class RequestPlan:
     # set by the open-loop driver: the schedule, not the client, decides when a request is
     # due, so its TTFT and E2E count from ``scheduled_at`` (docs/metrics.md)
     open_loop: bool = False
+    # multi-turn conversations (load/conversation.py): the chat history sent instead of one
+    # user message, and where the request sits (conversation number, turn from 1)
+    messages: list[dict[str, str]] | None = None
+    conversation: int | None = None
+    turn: int | None = None
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from typing import Iterable, Optional
 
+from pytest_goodput.measure.prefix_cache import by_turn, hit_rate, later_turn_ttft
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
 from pytest_goodput.schema.results import (
     ClientHealth,
@@ -315,7 +316,10 @@ def summarize(
         e2e_ms=distribution(r.e2e_ms for r in ok),
         ttfo_ms=distribution(r.ttfo_ms for r in ok),
         reasoning_tokens=distribution(float(r.reasoning_tokens) for r in ok),
+        ttft_later_ms=distribution(later_turn_ttft(r) for r in ok),
+        ttft_ms_by_turn={t: distribution(v) for t, v in by_turn(ok).items()},
     )
+    cached, hit = hit_rate(measured)
     split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}
     return RunResult(
         spec=spec,
@@ -338,5 +342,7 @@ def summarize(
         if split_sources else None,
         client=judge_loop_lag(client, metrics.ttft_ms.p50, metrics.itl_ms.p50),
         server_metrics=server_metrics or {},
+        cached_prompt_tokens=cached,
+        prefix_cache_hit_rate=hit,
         requests=records,
     )

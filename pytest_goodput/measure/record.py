@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from pytest_goodput.measure.prefix_cache import cached_prompt_tokens
 from pytest_goodput.measure.reasoning import split_output
 from pytest_goodput.measure.sse import SSELimitError, SSEParser
 from pytest_goodput.schema.results import RequestRecord
@@ -300,6 +301,8 @@ def to_record(
         send_lag_ms=_ms(ex.sent_at, plan.scheduled_at),
         latency_from="scheduled_at" if from_schedule else "sent_at",
         retries=ex.retries,
+        conversation=plan.conversation,
+        turn=plan.turn,
     )
     status = ex.status
     if status is not None and status >= 400 and ex.error_kind is None:
@@ -331,6 +334,7 @@ def to_record(
     prompt = (parsed.usage or {}).get("prompt_tokens")
     if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
         rec["prompt_tokens"] = prompt
+    rec["cached_tokens"] = cached_prompt_tokens(parsed.usage, rec["prompt_tokens"])
 
     kind, detail = ex.error_kind, ex.error_detail
     if kind is None and status is None:

@@ -34,6 +34,9 @@ def render_result(result: RunResult) -> str:
                      f"{'met' if g.met else 'NOT met'})"])
     if result.failures:
         head.append(["failures", ", ".join(f"{k}={v}" for k, v in result.failures.items())])
+    if result.prefix_cache_hit_rate is not None:
+        head.append(["prefix cache", f"{result.prefix_cache_hit_rate:.1%} of prompt tokens cached "
+                     f"({result.cached_prompt_tokens:,} tokens)"])
     c = result.client
     head.append(["client", ("valid" if c.valid else "INVALID: " + "; ".join(c.reasons))
                  + f" (cpu {c.cpu_utilization:.0%}, send lag p99 {_f(result.send_lag_ms.p99, 2)} ms)"])
@@ -45,6 +48,9 @@ def render_result(result: RunResult) -> str:
     m = result.metrics
     rows = [row("TTFT ms", m.ttft_ms), row("TPOT ms", m.tpot_ms), row("ITL ms", m.itl_ms),
             row("E2E ms", m.e2e_ms), row("send lag ms", result.send_lag_ms)]
+    # conversations: TTFT per turn and over turns 2+ (docs/metrics.md)
+    rows[1:1] = [row(f"TTFT turn {t} ms", d) for t, d in m.ttft_ms_by_turn.items()] + (
+        [row("TTFT turns 2+ ms", m.ttft_later_ms)] if m.ttft_later_ms.count else [])
     out.append(tabulate(rows, headers=["metric", "n", "mean", "p50", "p90", "p95", "p99", "max"],
                         tablefmt="simple", disable_numparse=True))
     if result.percentile_slos:

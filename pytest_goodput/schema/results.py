@@ -77,6 +77,13 @@ class RequestRecord(_Model):
         None, description="time to first output (answer) token: first_answer_at - latency origin; "
         "equal to ttft_ms without reasoning"
     )
+    # --- conversations and prefix caching (docs/metrics.md, "Conversations") --------------
+    conversation: Optional[int] = Field(None, description="conversation number (multi-turn runs)")
+    turn: Optional[int] = Field(None, description="turn within the conversation, from 1")
+    cached_tokens: Optional[int] = Field(
+        None, description="prompt tokens the engine served from its prefix cache "
+        "(usage.prompt_tokens_details.cached_tokens); None when it does not say"
+    )
 
 
 class Distribution(_Model):
@@ -103,6 +110,11 @@ class LatencyMetrics(_Model):
                                   description="time to first answer token (ms)")
     reasoning_tokens: Distribution = Field(default_factory=Distribution,
                                            description="reasoning tokens per completed request")
+    # Multi-turn conversations (docs/metrics.md, "Conversations"); empty without them.
+    ttft_later_ms: Distribution = Field(default_factory=Distribution,
+                                        description="TTFT of turns 2 and later (ms)")
+    ttft_ms_by_turn: dict[str, Distribution] = Field(default_factory=dict,
+                                                     description="TTFT (ms) by turn number")
 
 
 class Throughput(_Model):
@@ -194,6 +206,11 @@ class RunResult(_Model):
     )
     client: ClientHealth
     server_metrics: dict[str, float] = Field(default_factory=dict)
+    cached_prompt_tokens: Optional[int] = Field(
+        None, description="prompt tokens served from the engine's prefix cache (completed measured "
+        "requests that report it); None when the engine does not report it")
+    prefix_cache_hit_rate: Optional[float] = Field(
+        None, description="cached_prompt_tokens / their requests' prompt tokens")
     requests: list[RequestRecord] = Field(default_factory=list)
 
 
@@ -215,8 +232,10 @@ class Samples(_Model):
     # and reasoning length are unknown, not equal to TTFT and 0).
     ttfo_ms: Optional[list[Optional[float]]] = None
     reasoning_tokens: Optional[list[int]] = None
+    # Conversations: TTFT of turns 2+, None on first turns; None without conversations.
+    ttft_later_ms: Optional[list[Optional[float]]] = None
 
-    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms")
+    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms", "ttft_later_ms")
     def _round_ms(self, values: Optional[list[Optional[float]]]) -> Optional[list[Optional[float]]]:
         """Keep baselines reviewable: 0.1 µs resolution is far below any clock's noise."""
         if values is None:
@@ -238,4 +257,6 @@ class Samples(_Model):
             prompt_tokens=[r.prompt_tokens for r in measured],
             ttfo_ms=[r.ttfo_ms for r in measured],
             reasoning_tokens=[r.reasoning_tokens if r.ok else 0 for r in measured],
+            ttft_later_ms=[r.ttft_ms if (r.turn or 0) >= 2 else None for r in measured]
+            if any(r.turn is not None for r in measured) else None,
         )

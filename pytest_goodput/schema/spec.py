@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_goodput.schema.isl_osl import expand_isl_osl
+from pytest_goodput.schema.conversation import conversation_problem
 from pytest_goodput.schema.registry import (
     GATEABLE_HELP,
     LATENCIES,
@@ -109,6 +110,12 @@ class ScenarioSpec(BaseModel):
     length_cv: float = Field(0.25, ge=0, le=5, description="normal/lognormal: std / mean")
     min_len: int = Field(1, ge=1)
     max_len: Optional[int] = Field(None, ge=1)
+    # --- multi-turn conversations and shared prefixes (docs/workloads.md) ---------------
+    turns: int = Field(1, ge=1, le=1000, description="requests per conversation, each carrying the history")
+    think_time_s: float = Field(0.0, ge=0, description="mean (exponential) pause between a conversation's turns")
+    prefix_len: int = Field(0, ge=0, description="tokens of a shared prefix (system prompt or document)")
+    prefix_groups: int = Field(1, ge=1, description="distinct shared prefixes")
+    prefix_fraction: float = Field(1.0, ge=0, le=1, description="fraction of prompts (conversations) with one")
 
     # --- trace replay and ISL/OSL presets (docs/workloads.md) ---------------------------
     isl_osl: Optional[str] = Field(None, description="ISL/OSL preset: 1k/1k, 1k/8k or 8k/1k "
@@ -243,6 +250,8 @@ class ScenarioSpec(BaseModel):
                                  f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
         self._check_arguments_apply()
         check_trace(self)
+        if (problem := conversation_problem(self)) is not None:
+            raise ValueError(problem)
         return self
 
     def _check_arguments_apply(self) -> None:

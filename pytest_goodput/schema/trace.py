@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the spec imports this module
 TRACE_ONLY = ("trace_time_scale", "trace_start_s", "trace_block_size", "trace_sha256")
 #: Fields whose job the trace does: a value other than their default is refused.
 SET_BY_TRACE = ("rate", "arrival", "burstiness", "isl_osl", "isl", "osl", "isl_dist", "osl_dist",
-                "workload", "dataset")
+                "workload", "dataset", "prefix_len", "prefix_groups", "prefix_fraction")
 
 
 def _default(spec: "ScenarioSpec", key: str) -> object:
@@ -36,6 +36,6 @@ def check_trace(spec: "ScenarioSpec") -> None:
         raise ValueError("scenario 'trace' needs trace= (a Mooncake JSONL or CSV trace file)")
     for key in SET_BY_TRACE:
         if getattr(spec, key) != _default(spec, key):
-            what = "arrival times (scale them with trace_time_scale=)" if key in (
-                "rate", "arrival", "burstiness") else "request lengths"
+            what = ("arrival times (scale them with trace_time_scale=)" if key in ("rate", "arrival", "burstiness")
+                    else "shared prefixes (its hash_ids)" if key.startswith("prefix_") else "request lengths")
             raise ValueError(f"{key}= does not apply to scenario 'trace': the trace sets the {what}")

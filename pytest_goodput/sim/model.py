@@ -157,9 +157,12 @@ class EngineModel:
         prefix_key: Optional[Hashable] = None,
         prefix_tokens: Optional[int] = None,
         block_hashes: Optional[Sequence[Hashable]] = None,
-    ) -> None:
+    ) -> _Seq:
         """Queue a request. Prefix sharing: ``prefix_key`` (+ ``prefix_tokens``, default the
-        whole prompt) or explicit per-block ``block_hashes`` (chained, like vLLM's)."""
+        whole prompt) or explicit per-block ``block_hashes`` (chained, like vLLM's).
+
+        Returns the sequence; its ``cached_tokens`` (prompt tokens its last admission found
+        in the prefix cache) is what the server reports in ``usage``."""
         del arrival_time  # the caller decides when to add; kept for a uniform signature
         if prompt_tokens < 1 or max_tokens < 1:
             raise ValueError("prompt_tokens and max_tokens must be >= 1")
@@ -180,6 +183,7 @@ class EngineModel:
         seq = _Seq(req_id, prompt_tokens, max_tokens, hashes)
         self._seqs[req_id] = seq
         self._waiting.append(seq)
+        return seq
 
     def abort(self, req_id: Hashable) -> bool:
         """Drop a request (client went away); frees its KV. False if unknown or done."""

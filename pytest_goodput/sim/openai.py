@@ -90,11 +90,15 @@ def _response_id(rid: str, chat: bool) -> str:
     return f"{'chatcmpl' if chat else 'cmpl'}-{rid}"
 
 
-def _usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0) -> dict[str, Any]:
+def _usage(prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0,
+           cached_tokens: Optional[int] = None) -> dict[str, Any]:
     """OpenAI usage; ``completion_tokens`` includes the reasoning tokens, which
-    ``completion_tokens_details`` names when there are any."""
+    ``completion_tokens_details`` names when there are any. ``cached_tokens`` (prompt tokens
+    served from the prefix cache) goes in ``prompt_tokens_details``, as vLLM reports it."""
     usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                              "total_tokens": prompt_tokens + completion_tokens}
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     if reasoning_tokens:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return usage
@@ -135,17 +139,18 @@ class ChunkEncoder:
         return b"".join(part + word for part in self.reasoning_parts) + (
             self.last_post if last else self.post)
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0) -> bytes:
+    def usage_chunk(self, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0,
+                    cached_tokens: Optional[int] = None) -> bytes:
         """The final ``choices: []`` chunk that ``stream_options.include_usage`` asks for."""
-        u = json.dumps(_usage(prompt_tokens, completion_tokens, reasoning_tokens),
+        u = json.dumps(_usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens),
                        separators=(",", ":")).encode()
         return self.head + b"[],\"usage\":" + u + b"}\n\n"
 
 
 def completion_body(rid: str, chat: bool, model_name: str, text: str, prompt_tokens: int,
                     completion_tokens: int, reason: str, reasoning: str = "",
-                    reasoning_tokens: int = 0, reasoning_field: str = "reasoning_content"
-                    ) -> dict[str, Any]:
+                    reasoning_tokens: int = 0, reasoning_field: str = "reasoning_content",
+                    cached_tokens: Optional[int] = None) -> dict[str, Any]:
     """The whole non-streamed response of either endpoint (chat: reasoning text, if any, in
     ``message.reasoning_content``; ``completion_tokens`` counts it)."""
     choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
@@ -159,7 +164,7 @@ def completion_body(rid: str, chat: bool, model_name: str, text: str, prompt_tok
         "id": _response_id(rid, chat),
         "object": "chat.completion" if chat else "text_completion",
         "created": int(time.time()), "model": model_name, "choices": [choice],
-        "usage": _usage(prompt_tokens, completion_tokens, reasoning_tokens),
+        "usage": _usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens),
     }
 
 

@@ -32,12 +32,8 @@ from starlette.routing import Route
 from pytest_goodput.sim import openai
 from pytest_goodput.sim.metrics import metrics_registry
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
-from pytest_goodput.sim.profile import (
-    SimProfile,
-    SimProfileError,
-    add_profile_arguments,
-    profile_from_env_and_args,
-)
+from pytest_goodput.sim.profile import (SimProfile, SimProfileError, add_profile_arguments,
+                                        profile_from_env_and_args)
 
 _VOCAB = (
     "the of and to in is was for on that with as by at from it an be this are or which "
@@ -173,13 +169,13 @@ class SimEngine:
                 h = hash((h, *words[i * bs:(i + 1) * bs]))
                 hashes.append(h)
         try:
-            self.model.add_request(rid, prompt_tokens, total, block_hashes=hashes)
+            seq = self.model.add_request(rid, prompt_tokens, total, block_hashes=hashes)
         except RequestTooLong as err:
             return (400, str(err)), {}
         self.streams[rid] = _Stream()
         self._wake.set()
         plan = {
-            "rid": rid, "out_len": out_len, "max_tokens": max_tokens,
+            "rid": rid, "out_len": out_len, "max_tokens": max_tokens, "seq": seq,
             "reasoning": reasoning, "total": total,
             "offset": zlib.crc32(prompt.encode()) % _TEXT_LEN,
             "stall_at": rng.randrange(1, total) if total > 1 and rng.random() < p.stall_prob
@@ -198,6 +194,9 @@ class SimEngine:
             self._trace.write(json.dumps({"id": rid, "intended": st.intended[:n],
                                           "written": st.written}) + "\n")
             self._trace.flush()
+
+    def cached(self, plan: dict[str, Any]) -> Optional[int]:  # prefix-cache hits; None: off
+        return plan["seq"].cached_tokens if self.profile.prefix_caching else None
 
     def text(self, offset: int, n: int) -> str:
         w = self.words
@@ -268,7 +267,8 @@ class _SSE:
                 if drop_at is not None and sent == drop_at:
                     e.drops += 1
                     raise _InjectedDrop()
-            tail = enc.usage_chunk(self.prompt_tokens, total, reasoning) if self.usage else b""
+            tail = enc.usage_chunk(self.prompt_tokens, total, reasoning,
+                                   e.cached(plan)) if self.usage else b""
             await send({"type": "http.response.body", "body": tail + openai.DONE, "more_body": False})
         finally:
             disc.remove_done_callback(st.wake)
@@ -304,7 +304,7 @@ def build_app(engine: SimEngine) -> Any:
         return JSONResponse(openai.completion_body(
             rid, chat, name, engine.text(plan["offset"] + r, n), n_prompt, n + r,
             openai.finish_reason(n, plan["max_tokens"]), engine.text(plan["offset"], r), r,
-            engine.profile.reasoning_field))
+            engine.profile.reasoning_field, engine.cached(plan)))
 
     async def completions(request: Any) -> Any:
         return await generate(request, chat=False)
