@@ -172,3 +172,13 @@ def test_the_cli_table_shows_turns_and_the_cache():
     assert rows["TTFT turns 2+ ms"][-7:-4] == ["3", "20.00", "20.00"]  # n, mean, p50
     plain = render_result(summarize([rec(0, None, 10.0)], build_spec(dict(scenario="offline", requests=1)), HEALTHY))
     assert "prefix cache" not in plain and "turn" not in plain
+
+
+def test_conversations_gate_the_later_turns_ttft_by_default():
+    from pytest_goodput.schema.registry import default_gate
+    from pytest_goodput.schema.spec import build_spec
+
+    chat = build_spec({"scenario": "concurrency", "concurrency": 2, "api": "chat", "turns": 3, "requests": 6})
+    single = build_spec({"scenario": "concurrency", "concurrency": 2, "api": "chat", "requests": 6})
+    assert default_gate(chat) == default_gate(single) + ("metrics.ttft_later_ms.p50",)
+    assert "metrics.ttft_later_ms.p50" not in default_gate(single)
