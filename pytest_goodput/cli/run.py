@@ -121,6 +121,8 @@ def add_run_parser(sub: Any) -> None:
     add_engine_flags(run)
     add_spec_flags(run)
     run.add_argument("--json", help="write the full result (with per-request records) here")
+    run.add_argument("--ray", metavar="ADDRESS", help="run the load workers on Ray actors: local "
+                     "(start Ray here), auto, HOST:PORT or ray://HOST:PORT (pytest-goodput[ray])")
 
 
 def ready_timeout(value: float) -> float:
@@ -131,8 +133,25 @@ def ready_timeout(value: float) -> float:
     return value
 
 
+def ray_backend(ns: argparse.Namespace, args: dict[str, Any]) -> bool:
+    """``--ray ADDRESS``: the Ray backend at that address (checked); False when not given."""
+    if getattr(ns, "ray", None) is None:
+        return False
+    from pytest_goodput.load.ray_runtime import configure
+    from pytest_goodput.schema.ray_address import RayAddressError
+
+    try:
+        configure(ns.ray)
+    except RayAddressError as exc:
+        raise CLIError(f"--ray: {exc}") from None
+    args["backend"] = "ray"
+    return True
+
+
 def cmd_run(ns: argparse.Namespace) -> int:
-    spec = build_spec(spec_args(ns), where="command line")
+    args = spec_args(ns)
+    on_ray = ray_backend(ns, args)
+    spec = build_spec(args, where="command line")
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout))
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log
@@ -140,6 +159,10 @@ def cmd_run(ns: argparse.Namespace) -> int:
         m = measure(spec, engine)
         code = run_exit_code(m.runs)
     finally:
+        if on_ray:
+            from pytest_goodput.load.ray_runtime import shutdown
+
+            shutdown()
         engine.close(keep_log=code != EXIT_OK)
         for log in engine.kept_logs:
             print(f"engine log kept: {log}", file=sys.stderr)

@@ -7,6 +7,7 @@ baselines in update mode, and writes the session's reports at the end.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -45,6 +46,10 @@ class GoodputSession:
         self.kept_logs: list[str] = []  # engine logs kept after a failure, for the summary
         self.collected_nodeids: set[str] = set()
         self.collected_modules: set[str] = set()
+        if settings.ray is not None or "pytest_goodput.load.ray_runtime" in sys.modules:
+            from pytest_goodput.load.ray_runtime import configure
+
+            configure(settings.ray)  # this session's address (None: a local runtime)
 
     # --- engines -------------------------------------------------------------------------
     @property
@@ -101,6 +106,9 @@ class GoodputSession:
             self._placement.restore()
             self._placement = None
         self.kept_logs += [log for e in engines for log in e.kept_logs]
+        ray_runtime = sys.modules.get("pytest_goodput.load.ray_runtime")
+        if ray_runtime is not None:  # a run used the Ray backend: stop Ray if it started it
+            ray_runtime.shutdown()
 
     # --- judging -------------------------------------------------------------------------
     @property
