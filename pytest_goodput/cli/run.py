@@ -10,8 +10,10 @@ from typing import Any
 
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.load import ray_runtime
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.ray_address import RayAddressError
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import build_spec
 from pytest_goodput.store.files import write_atomic
@@ -137,11 +139,8 @@ def ray_backend(ns: argparse.Namespace, args: dict[str, Any]) -> bool:
     """``--ray ADDRESS``: the Ray backend at that address (checked); False when not given."""
     if getattr(ns, "ray", None) is None:
         return False
-    from pytest_goodput.load.ray_runtime import configure
-    from pytest_goodput.schema.ray_address import RayAddressError
-
     try:
-        configure(ns.ray)
+        ray_runtime.configure(ns.ray)
     except RayAddressError as exc:
         raise CLIError(f"--ray: {exc}") from None
     args["backend"] = "ray"
@@ -160,9 +159,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         code = run_exit_code(m.runs)
     finally:
         if on_ray:
-            from pytest_goodput.load.ray_runtime import shutdown
-
-            shutdown()
+            ray_runtime.shutdown()
         engine.close(keep_log=code != EXIT_OK)
         for log in engine.kept_logs:
             print(f"engine log kept: {log}", file=sys.stderr)

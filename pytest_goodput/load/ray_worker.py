@@ -1,6 +1,6 @@
 """One load worker inside a Ray actor: the process backend's worker loop, fed through queues.
 
-The actor runs :func:`shard._serve` (the very loop a worker process of ``shard.py`` runs:
+The actor runs :func:`shard.serve` (the very loop a worker process of ``shard.py`` runs:
 one uvloop loop, one client, ``_run_job`` per phase) on a thread of its own, so the Ray
 backend measures exactly what the process backend measures; only the transport differs.
 Messages are the process backend's; ``send`` puts one in, ``poll`` takes out what the loop
@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from pytest_goodput.load.client import run
 from pytest_goodput.load.columns import pack
-from pytest_goodput.load.shard import STDERR_TAIL, _serve
+from pytest_goodput.load.shard import STDERR_TAIL, serve
 
 
 class _Inbox:
@@ -85,7 +85,7 @@ class LoadWorker:
 
     def _main(self, init_blob: bytes) -> None:
         try:
-            run(_serve(pickle.loads(init_blob), _Inbox(self._in), _Outbox(self._out)))  # type: ignore[arg-type]
+            run(serve(pickle.loads(init_blob), _Inbox(self._in), _Outbox(self._out)))  # type: ignore[arg-type]
         except BaseException:
             self._out.put(("error", traceback.format_exc()[-STDERR_TAIL:]))
 

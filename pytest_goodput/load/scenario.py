@@ -27,6 +27,7 @@ from pytest_goodput.load.drive import (
     offered_rate,
     pool_size,
 )
+from pytest_goodput.load.ray_backend import run_ray
 from pytest_goodput.load.shard import effective_workers, run_sharded
 from pytest_goodput.load.workload import Dataset, load_dataset
 from pytest_goodput.measure.metrics import summarize
@@ -69,9 +70,7 @@ def run_scenario(
     dataset = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
     if salt is None:
         salt = int.from_bytes(os.urandom(3), "big")
-    if spec.backend == "ray":  # Ray is imported only when a run uses it
-        from pytest_goodput.load.ray_backend import run_ray
-
+    if spec.backend == "ray":  # Ray itself is imported only when a run uses it
         out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                       progress=progress, dataset=dataset, salt=salt)
     elif effective_workers(spec) > 1:

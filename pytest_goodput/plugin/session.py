@@ -7,7 +7,6 @@ baselines in update mode, and writes the session's reports at the end.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -17,6 +16,7 @@ from pytest_goodput.engines import engine as eng
 from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.judge.judge import Policy, fails
+from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.affinity import plan as plan_cpus
@@ -46,10 +46,7 @@ class GoodputSession:
         self.kept_logs: list[str] = []  # engine logs kept after a failure, for the summary
         self.collected_nodeids: set[str] = set()
         self.collected_modules: set[str] = set()
-        if settings.ray is not None or "pytest_goodput.load.ray_runtime" in sys.modules:
-            from pytest_goodput.load.ray_runtime import configure
-
-            configure(settings.ray)  # this session's address (None: a local runtime)
+        ray_runtime.configure(settings.ray)  # this session's Ray address (None: a local runtime)
 
     # --- engines -------------------------------------------------------------------------
     @property
@@ -106,9 +103,7 @@ class GoodputSession:
             self._placement.restore()
             self._placement = None
         self.kept_logs += [log for e in engines for log in e.kept_logs]
-        ray_runtime = sys.modules.get("pytest_goodput.load.ray_runtime")
-        if ray_runtime is not None:  # a run used the Ray backend: stop Ray if it started it
-            ray_runtime.shutdown()
+        ray_runtime.shutdown()  # only a runtime a run of this session started or joined
 
     # --- judging -------------------------------------------------------------------------
     @property
