@@ -239,3 +239,9 @@ def test_a_killed_worker_fails_the_run_naming_it(local_ray, sim_url, monkeypatch
     with pytest.raises(ShardError, match=r"worker 2 of 2 \(Ray actor on .*\) exited before finishing"):
         run_scenario(spec, sim_url, "sim")
     assert time.perf_counter() - t < 60
+
+
+def test_ray_missing_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if pytest-goodput[ray] were not installed
+    with pytest.raises(ray_runtime.RayUnavailableError, match=r'pip install "pytest-goodput\[ray\]"'):
+        ray_runtime.ensure()

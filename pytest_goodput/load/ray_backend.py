@@ -155,11 +155,11 @@ def run_ray(
     salt: Optional[int] = None,
 ) -> RunOutput:
     """Run ``spec`` over load workers on Ray actors; returns a ``RunOutput`` like ``run_sharded``."""
+    run(check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s)))
+    ray = ensure()  # RayUnavailableError when Ray is missing or the cluster cannot be joined
     from ray import cloudpickle
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    run(check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s)))
-    ray = ensure()
     nodes = [(nd["NodeID"], float(nd["Resources"].get("CPU", 0))) for nd in ray.nodes() if nd["Alive"]]
     n = ray_workers(spec, len(nodes))
     plan = plan_run(spec, n, tokenizer, dataset, salt)
