@@ -10,10 +10,15 @@ one-request run per backend and worker count (worker start, clock-offset round t
 connection pre-opening, shipping back), alternating backends. Last, how compact a share
 travels: pickled bytes of N raw exchanges as objects vs as columns.
 
+``--equal`` first compares the backends for one seed against the reference server
+(tests/refserver.py: TTFT and inter-token times are exact deadlines, so what differs is
+client and machine noise): request counts, the schedule, TTFT and ITL percentiles.
+
 The machine has 2 cores and is shared: read ratios measured side by side in one run.
 
     python bench/ray_scaling.py                 # about 3 minutes
     python bench/ray_scaling.py --rates 40,80 --seconds 2
+    python bench/ray_scaling.py --equal --only-equal    # the equality check alone, about 1 minute
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import pickle
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,6 +76,38 @@ def shipping(n: int) -> tuple[int, int, float, float]:
     return len(objects), len(columns), t1 - t0, t2 - t1
 
 
+def equal(pairs: int) -> None:
+    """Process vs Ray, same seed and salt, alternating, against the reference server."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "refserver.py"), "--port", "0",
+                             "--ttft-ms", "5", "--itl-ms", "2", "--max-seconds", "600"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    url = f"http://127.0.0.1:{line[1]}/v1"
+    spec = ScenarioSpec(scenario="server", rate=40, requests=400, warmup_requests=10, isl=16, osl=16,
+                        workers=2, seed=3)
+    print("equality: server 40 req/s, 400 measured requests, OSL 16, workers=2, reference server "
+          "TTFT 5 ms / ITL 2 ms")
+    try:
+        for i in range(pairs):
+            views = {}
+            for backend in ("process", "ray"):
+                r = run_scenario(spec.model_copy(update={"backend": backend}), url, "m", salt=5)
+                first = r.requests[0].scheduled_at
+                views[backend] = ([(x.index, x.warmup, x.output_tokens) for x in r.requests],
+                                  [round(x.scheduled_at - first, 9) for x in r.requests])
+                m = r.metrics
+                print(f"  pair {i + 1} {backend:7s} issued {r.issued} completed {r.completed}  TTFT P50/P99 "
+                      f"{m.ttft_ms.p50:.2f}/{m.ttft_ms.p99:.2f} ms  ITL P50/P99 {m.itl_ms.p50:.2f}/"
+                      f"{m.itl_ms.p99:.2f} ms  self-check {'valid' if r.client.valid else 'invalid'}",
+                      flush=True)
+            same = views["process"] == views["ray"]
+            print(f"  pair {i + 1}: same requests, token counts and schedule offsets: {same}")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", default="25,50,100,200", help="comma-separated request rates")
@@ -77,6 +115,8 @@ def main() -> None:
     ap.add_argument("--osl", type=int, default=32)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--start-repeats", type=int, default=3)
+    ap.add_argument("--equal", action="store_true", help="first compare the backends for one seed")
+    ap.add_argument("--only-equal", action="store_true", help="stop after the comparison")
     ns = ap.parse_args()
     rates = [float(x) for x in ns.rates.split(",")]
     counts = [int(x) for x in ns.workers.split(",")]
@@ -85,6 +125,10 @@ def main() -> None:
     ray_runtime.ensure()
     init_s = time.perf_counter() - t
     try:
+        if ns.equal or ns.only_equal:
+            equal(3)
+        if ns.only_equal:
+            return
         with simulator(time_scale=0.25) as eng:
             url = eng.base_url
             best: dict[tuple[str, int], float] = {}
