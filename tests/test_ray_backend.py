@@ -213,6 +213,7 @@ def test_cli_runs_on_a_local_ray_runtime(sim_url, tmp_path):
     r = json.loads(out.read_text())
     assert r["spec"]["backend"] == "ray" and r["client"]["workers"] == 2 and r["completed"] == 20
     assert sum("clock offset" in n for n in r["client"]["notes"]) == 2
+    assert p.stdout.count("client note") == len(r["client"]["notes"]) and "± " in p.stdout
     bad = _cli("--url", sim_url, "--ray", "head", "--requests", "2", "--rate", "1")
     assert bad.returncode == 2 and "--ray: 'head' is not a Ray address; expected local" in bad.stderr
 
