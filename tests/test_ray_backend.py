@@ -240,3 +240,34 @@ def test_ray_missing_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if pytest-goodput[ray] were not installed
     with pytest.raises(ray_runtime.RayUnavailableError, match=r'pip install "pytest-goodput\[ray\]"'):
         ray_runtime.ensure()
+
+
+def test_a_hung_worker_is_named_and_the_run_ends(local_ray, sim_url, monkeypatch):
+    import os
+    import signal
+
+    from pytest_goodput.load import ray_backend
+
+    monkeypatch.setattr(ray_backend, "SILENCE_S", 3.0)
+    send, stopped = ray_backend._Pool.send, []
+
+    def send_then_stop(pool, k, msg):  # worker 2's process is stopped once its phase started
+        send(pool, k, msg)
+        if msg[0] == "go" and k == 1:
+            pid = pool.ray.get(pool.actors[1].__ray_call__.remote(lambda self: os.getpid()))
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+
+    monkeypatch.setattr(ray_backend._Pool, "send", send_then_stop)
+    spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2, backend="ray")
+    t = time.perf_counter()
+    try:
+        with pytest.raises(ShardError, match=r"worker 2 of 2 \(Ray actor on .*\) sent nothing for 3 s \(hung\)"):
+            run_scenario(spec, sim_url, "sim")
+    finally:
+        for pid in stopped:  # killed by the run; resume it in case it was not
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert stopped and time.perf_counter() - t < 60
