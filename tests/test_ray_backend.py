@@ -271,3 +271,24 @@ def test_a_hung_worker_is_named_and_the_run_ends(local_ray, sim_url, monkeypatch
             except ProcessLookupError:
                 pass
     assert stopped and time.perf_counter() - t < 60
+
+
+def test_workers_taken_for_another_host_are_mapped_within_the_error_bound(local_ray, sim_url, monkeypatch):
+    """The cross-host path on one machine: the true offset is 0, so the shift applied must be."""
+    import re
+
+    from pytest_goodput.load import ray_backend
+
+    monkeypatch.setattr(ray_backend, "host", lambda: ("driver-elsewhere", "another-boot"))
+    spec = ScenarioSpec(scenario="server", rate=40, requests=30, isl=8, osl=4, workers=2, seed=2)
+    procs = run_scenario(spec, sim_url, "sim", salt=3)
+    on_ray = run_scenario(spec.model_copy(update={"backend": "ray"}), sim_url, "sim", salt=3)
+    assert _view(on_ray) == _view(procs)
+    gaps = [[x.scheduled_at - r.requests[0].scheduled_at for x in r.requests] for r in (procs, on_ray)]
+    assert gaps[0] == pytest.approx(gaps[1], abs=1e-6)  # one schedule: t0 - shift, then + shift
+    clock = [n for n in on_ray.client.notes if "clock offset" in n]
+    assert len(clock) == 2
+    for note in clock:
+        m = re.search(r"± ([\d.]+) ms.*mapped onto the driver's clock \(shift ([+-][\d.]+) ms\)", note)
+        assert m, note
+        assert abs(float(m.group(2))) <= float(m.group(1)) + 0.001  # |shift| <= RTT/2 (+ rounding)
