@@ -10,9 +10,11 @@ from typing import Any
 
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.ray_address import RayAddressError
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import build_spec
 from pytest_goodput.store.files import write_atomic
@@ -134,6 +136,8 @@ def add_run_parser(sub: Any) -> None:
     add_engine_flags(run)
     add_spec_flags(run)
     run.add_argument("--json", help="write the full result (with per-request records) here")
+    run.add_argument("--ray", metavar="ADDRESS", help="run the load workers on Ray actors: local "
+                     "(start Ray here), auto, HOST:PORT or ray://HOST:PORT (pytest-goodput[ray])")
 
 
 def ready_timeout(value: float) -> float:
@@ -144,8 +148,22 @@ def ready_timeout(value: float) -> float:
     return value
 
 
+def ray_backend(ns: argparse.Namespace, args: dict[str, Any]) -> bool:
+    """``--ray ADDRESS``: the Ray backend at that address (checked); False when not given."""
+    if getattr(ns, "ray", None) is None:
+        return False
+    try:
+        ray_runtime.configure(ns.ray)
+    except RayAddressError as exc:
+        raise CLIError(f"--ray: {exc}") from None
+    args["backend"] = "ray"
+    return True
+
+
 def cmd_run(ns: argparse.Namespace) -> int:
-    spec = with_trace_digest(build_spec(spec_args(ns), where="command line"))  # a bad trace: before any engine
+    args = spec_args(ns)
+    on_ray = ray_backend(ns, args)
+    spec = with_trace_digest(build_spec(args, where="command line"))  # a bad trace: before any engine
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout))
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log
@@ -153,6 +171,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
         m = measure(spec, engine)
         code = run_exit_code(m.runs)
     finally:
+        if on_ray:
+            ray_runtime.shutdown()
         engine.close(keep_log=code != EXIT_OK)
         for log in engine.kept_logs:
             print(f"engine log kept: {log}", file=sys.stderr)

@@ -27,6 +27,7 @@ from pytest_goodput.load.drive import (
     offered_rate,
     pool_size,
 )
+from pytest_goodput.load.ray_backend import run_ray
 from pytest_goodput.load.shard import effective_workers, run_sharded
 from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.workload import Dataset, load_dataset
@@ -64,14 +65,18 @@ def run_scenario(
     generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
     a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
     hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
-    worker processes (``shard.py``; ``ShardError`` when one crashes or hangs).
+    worker processes (``shard.py``; ``ShardError`` when one crashes or hangs); ``backend="ray"``
+    over Ray actors (``ray_backend.py``).
     """
     dataset: Any = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
     if spec.scenario == "trace":
         dataset = load_trace(spec)
     if salt is None:
         salt = int.from_bytes(os.urandom(3), "big")
-    if effective_workers(spec) > 1:
+    if spec.backend == "ray":  # Ray itself is imported only when a run uses it
+        out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+                      progress=progress, dataset=dataset, salt=salt)
+    elif effective_workers(spec) > 1:
         out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                           progress=progress, dataset=dataset, salt=salt)
     else:

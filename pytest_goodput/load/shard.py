@@ -296,7 +296,8 @@ async def _run_job(init: Init, job: Job, t0: float, client: Any, tx: Connection)
     return ("done", out, check.stats())
 
 
-async def _serve(init: Init, rx: Connection, tx: Connection) -> None:
+async def serve(init: Init, rx: Connection, tx: Connection) -> None:
+    """A worker's loop: open the client, then run jobs until ``stop`` (also run by ``ray_worker``)."""
     spec = init.spec
     async with OpenAIClient(
         init.base_url, init.model, api=spec.api, stream=spec.stream, api_key_env=init.api_key_env,
@@ -319,7 +320,7 @@ def main() -> int:
     os.dup2(2, 1)
     try:
         msg = rx.recv()
-        run(_serve(msg[1], rx, tx))
+        run(serve(msg[1], rx, tx))
     except EOFError:  # the parent went away
         return 1
     except BaseException:

@@ -110,6 +110,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "else .goodput/baselines)",
     )
     group.addoption(
+        "--goodput-ray", nargs="?", const="local", default=None, metavar="ADDRESS", dest="goodput_ray",
+        help="run the load workers on Ray actors: alone, on a Ray runtime started on this machine; "
+        "=ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT); needs pytest-goodput[ray]",
+    )
+    group.addoption(
         "--goodput-update-baseline", action="store_true", default=False,
         dest="goodput_update", help="record this run as the new baseline of each goodput test",
     )
@@ -127,6 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
     cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
     cli["baseline"] = config.getoption("goodput_baseline")
     cli["update"] = config.getoption("goodput_update")
+    cli["ray"] = config.getoption("goodput_ray")
     ini = {opt.name: config.getini(opt.ini) for opt in OPTIONS}
     try:
         settings = resolve(cli, ini)

@@ -45,6 +45,8 @@ class GoodputHarness:
         workers = self._session.settings.workers
         if workers is not None and "workers" not in args:  # marker > command line
             args["workers"] = workers
+        if self._session.settings.ray is not None and "backend" not in args:
+            args["backend"] = "ray"
         spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
         return spec.scaled(self._session.settings.scale)
 

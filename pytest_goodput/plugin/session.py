@@ -16,6 +16,7 @@ from pytest_goodput.engines import engine as eng
 from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.judge.judge import Policy, fails
+from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.affinity import plan as plan_cpus
@@ -45,6 +46,7 @@ class GoodputSession:
         self.kept_logs: list[str] = []  # engine logs kept after a failure, for the summary
         self.collected_nodeids: set[str] = set()
         self.collected_modules: set[str] = set()
+        ray_runtime.configure(settings.ray)  # this session's Ray address (None: a local runtime)
 
     # --- engines -------------------------------------------------------------------------
     @property
@@ -101,6 +103,7 @@ class GoodputSession:
             self._placement.restore()
             self._placement = None
         self.kept_logs += [log for e in engines for log in e.kept_logs]
+        ray_runtime.shutdown()  # only a runtime a run of this session started or joined
 
     # --- judging -------------------------------------------------------------------------
     @property

@@ -79,6 +79,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("sessions", "sessions one --goodput-update-baseline records per test, relaunching the "
            "engine in between when it started it (default 5)", "int"),
     Option("workers", "client processes each run's load is sharded over (default 1)", "int"),
+    Option("ray", "run each run's load workers on Ray actors: --goodput-ray starts Ray on this "
+           "machine, --goodput-ray=ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT)", cli=False),
     Option("history_dir", "directory of the main-branch history --goodput-update-baseline appends "
            "to (default: history next to the baseline directory)"),
     Option("history_gate", "fail a run that continues a creep: the last --goodput-history-window "
@@ -146,6 +148,7 @@ class Settings:
     history: int = 10
     sessions: int = 5
     workers: Optional[int] = None
+    ray: Optional[str] = None
     history_dir: Optional[str] = None
     history_gate: bool = False
     history_window: int = 20
@@ -169,6 +172,13 @@ class Settings:
                     parse_cpus(value)
                 except CpuSetError as exc:
                     raise OutOfBoundsError(f.name, str(exc)) from None
+        if self.ray is not None:
+            from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
+
+            try:
+                self.ray = check_ray_address(self.ray)
+            except RayAddressError as exc:
+                raise OutOfBoundsError("ray", str(exc)) from None
         if self.url and self.engine_cpus:
             raise OutOfBoundsError("engine_cpus", "applies to an engine the plugin starts "
                                    "(--goodput-serve or the simulator), not to one attached by URL; "

@@ -40,6 +40,7 @@ def render_result(result: RunResult) -> str:
     c = result.client
     head.append(["client", ("valid" if c.valid else "INVALID: " + "; ".join(c.reasons))
                  + f" (cpu {c.cpu_utilization:.0%}, send lag p99 {_f(result.send_lag_ms.p99, 2)} ms)"])
+    head += [["client note", n] for n in c.notes]  # retries, a failing engine, clock offsets (Ray)
     out = [tabulate(head, tablefmt="plain")]
 
     def row(name: str, d: Distribution) -> list[str]:

@@ -85,6 +85,10 @@ class ScenarioSpec(BaseModel):
     seed: int = 0
     timeout_s: float = Field(60.0, gt=0, description="per-request timeout")
     workers: int = Field(1, ge=1, le=64, description="client processes the load is sharded over")
+    # --- load workers on a Ray cluster (docs/ray.md)
+    backend: Literal["process", "ray"] = Field(
+        "process", description="where the workers run: processes of this machine, or Ray actors"
+    )
     # sweep / capacity
     sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
     sweep_over: Literal["concurrency", "rate"] = "concurrency"
@@ -299,11 +303,11 @@ class ScenarioSpec(BaseModel):
         """The fields that make two runs comparable.
 
         Gate settings (tolerances, gated metrics, the error-rate limit), the number of
-        repeats and the client's process count are excluded: they judge or drive a run, they do not change what is
+        repeats and the client's process count and backend are excluded: they judge or drive a run, they do not change what is
         measured. Fields at their default are left out, so a new field added with a default
         never orphans existing baselines.
         """
-        skip = {"tolerance", "tolerances", "gate", "workers", "max_error_rate",
+        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "max_error_rate",
                 "interactivity_tolerance", "repeats"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
