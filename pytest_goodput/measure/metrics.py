@@ -215,6 +215,12 @@ def judge_loop_lag(
     return client.model_copy(update=update)
 
 
+def _phase_tokens(r: RequestRecord, metric: str) -> int:
+    """The tokens a TPOT column divides: the whole output's, or one phase's."""
+    return {"reasoning_tpot": r.reasoning_tokens,
+            "answer_tpot": r.answer_tokens}.get(metric, r.output_tokens)
+
+
 def percentile_checks(
     records: list[RequestRecord], spec: ScenarioSpec
 ) -> list[PercentileSLOCheck]:
@@ -246,7 +252,7 @@ def percentile_checks(
                     over += v > limit
                 continue
             v = getattr(r, f"{metric}_ms")
-            if metric == "tpot" and r.ok and v is None and r.output_tokens < 2:
+            if metric.endswith("tpot") and r.ok and v is None and _phase_tokens(r, metric) < 2:
                 continue  # fewer than two tokens: TPOT undefined, not a sample
             n += 1
             if not r.ok or v is None:
@@ -315,6 +321,8 @@ def summarize(
         e2e_ms=distribution(r.e2e_ms for r in ok),
         ttfo_ms=distribution(r.ttfo_ms for r in ok),
         reasoning_tokens=distribution(float(r.reasoning_tokens) for r in ok),
+        reasoning_tpot_ms=distribution(r.reasoning_tpot_ms for r in ok),
+        answer_tpot_ms=distribution(r.answer_tpot_ms for r in ok),
     )
     split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}
     return RunResult(

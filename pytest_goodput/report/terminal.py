@@ -27,6 +27,7 @@ from pytest_goodput.report.vocabulary import (
     status_counts,
     worst_comparison,
 )
+from pytest_goodput.report.workload_lines import reasoning_line, unrecorded_prompts_line
 from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
 
 STATUS_SYMBOL = {
@@ -182,8 +183,18 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         if o.status in NOTEWORTHY:
             parts.append("\n".join(_detail(o, ascii)))
     notes = [f"note: {o.nodeid}: {n}" for o in ordered if o.status not in NOTEWORTHY for n in o.notes]
+    notes += [f"workload changed: {o.nodeid}: {w}" for o in ordered if o.status not in NOTEWORTHY
+              for w in o.workload_changes]
     if notes:
         parts.append("\n".join(notes))
+    arrow = "->" if ascii else "→"
+    reasoning = [f"{o.nodeid}: {line}" for o in ordered
+                 if (line := reasoning_line(o, arrow, "-" if ascii else "–"))]
+    if reasoning:
+        parts.append("reasoning (baseline " + arrow + " current):\n" + "\n".join(reasoning))
+    unrecorded = unrecorded_prompts_line(ordered)
+    if unrecorded:
+        parts.append(unrecorded)
     return "\n\n".join(parts)
 
 
@@ -231,6 +242,7 @@ def _problem_lines(o: TestOutcome, ascii: bool) -> list[str]:
         )
         lines.append(f"what changed since the baseline: {changes}")
     lines += [f"note: {n}" for n in o.notes]
+    lines += [f"workload changed: {w}" for w in o.workload_changes]
     return lines
 
 

@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_goodput.schema.history import Trend
+from pytest_goodput.schema.workload_check import WorkloadCheck
 
 Verdict = Literal["pass", "improved", "regressed", "inconclusive", "underpowered", "new", "incomparable"]
 VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "underpowered", "new",
@@ -102,6 +103,10 @@ class TestOutcome(_Model):
                              description="what the gate did on the way: re-measurements, sessions recorded")
     trends: list[Trend] = Field(default_factory=list,
                                 description="main-branch history of metrics that regressed or crept")
+    baseline_key_metrics: Optional[dict[str, Optional[float]]] = Field(
+        None, description="headline numbers of the baseline's newest session, when compared")
+    workload: Optional[WorkloadCheck] = Field(
+        None, description="did baseline and current run the same workload (prompts, output lengths)")
 
     @property
     def status(self) -> str:
@@ -136,6 +141,11 @@ class TestOutcome(_Model):
     @property
     def underpowered(self) -> list[MetricComparison]:
         return [c for c in self.comparisons if c.verdict == "underpowered"]
+
+    @property
+    def workload_changes(self) -> list[str]:
+        """Output-length changes since the baseline, named (the workload, not the speed, moved)."""
+        return list(self.workload.changes) if self.workload is not None else []
 
     @property
     def slo_failed(self) -> list[SLOOutcome]:

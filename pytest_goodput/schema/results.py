@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.workload_check import PromptSet
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -77,6 +78,10 @@ class RequestRecord(_Model):
         None, description="time to first output (answer) token: first_answer_at - latency origin; "
         "equal to ttft_ms without reasoning"
     )
+    reasoning_tpot_ms: Optional[float] = Field(
+        None, description="TPOT over the reasoning phase's chunks and tokens (streams with reasoning)")
+    answer_tpot_ms: Optional[float] = Field(
+        None, description="TPOT over the answer's chunks and tokens; tpot_ms without reasoning")
 
 
 class Distribution(_Model):
@@ -103,6 +108,10 @@ class LatencyMetrics(_Model):
                                   description="time to first answer token (ms)")
     reasoning_tokens: Distribution = Field(default_factory=Distribution,
                                            description="reasoning tokens per completed request")
+    reasoning_tpot_ms: Distribution = Field(default_factory=Distribution,
+                                            description="TPOT of the reasoning phase (ms)")
+    answer_tpot_ms: Distribution = Field(default_factory=Distribution,
+                                         description="TPOT of the answer phase (ms)")
 
 
 class Throughput(_Model):
@@ -195,6 +204,8 @@ class RunResult(_Model):
     client: ClientHealth
     server_metrics: dict[str, float] = Field(default_factory=dict)
     requests: list[RequestRecord] = Field(default_factory=list)
+    prompt_set: Optional[PromptSet] = Field(
+        None, description="fingerprint of the prompts sent (docs/metrics.md, \"Workload sameness\")")
 
 
 class Samples(_Model):
@@ -215,8 +226,12 @@ class Samples(_Model):
     # and reasoning length are unknown, not equal to TTFT and 0).
     ttfo_ms: Optional[list[Optional[float]]] = None
     reasoning_tokens: Optional[list[int]] = None
+    reasoning_tpot_ms: Optional[list[Optional[float]]] = None
+    answer_tpot_ms: Optional[list[Optional[float]]] = None
+    # The prompts' fingerprint; None in baselines recorded before it was kept.
+    prompt_set: Optional[PromptSet] = None
 
-    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms")
+    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms", "reasoning_tpot_ms", "answer_tpot_ms")
     def _round_ms(self, values: Optional[list[Optional[float]]]) -> Optional[list[Optional[float]]]:
         """Keep baselines reviewable: 0.1 µs resolution is far below any clock's noise."""
         if values is None:
@@ -224,7 +239,8 @@ class Samples(_Model):
         return [None if v is None else round(v, 4) for v in values]
 
     @classmethod
-    def from_records(cls, records: list[RequestRecord], window_s: float) -> "Samples":
+    def from_records(cls, records: list[RequestRecord], window_s: float,
+                     prompt_set: Optional[PromptSet] = None) -> "Samples":
         measured = [r for r in records if not r.warmup]
         has_good = any(r.good is not None for r in measured)
         return cls(
@@ -238,4 +254,7 @@ class Samples(_Model):
             prompt_tokens=[r.prompt_tokens for r in measured],
             ttfo_ms=[r.ttfo_ms for r in measured],
             reasoning_tokens=[r.reasoning_tokens if r.ok else 0 for r in measured],
+            reasoning_tpot_ms=[r.reasoning_tpot_ms for r in measured],
+            answer_tpot_ms=[r.answer_tpot_ms for r in measured],
+            prompt_set=prompt_set,
         )
