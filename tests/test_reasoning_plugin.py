@@ -94,7 +94,7 @@ def test_tiny(goodput):
     assert {r["reasoning_tokens"] for r in run["requests"]} == {REASONING}
 
 
-def test_longer_reasoning_than_the_baseline_is_noted(pytester, thinking_sim_url):
+def test_longer_reasoning_than_the_baseline_is_a_workload_change(pytester, thinking_sim_url):
     pytester.makepyfile(test_perf="""
 import pytest
 
@@ -102,10 +102,10 @@ import pytest
 def test_gate():
     pass
 """)
-    pytester.runpytest(f"--goodput-url={thinking_sim_url}", "--goodput-update-baseline"
-                       ).assert_outcomes(passed=1)
+    pytester.runpytest(f"--goodput-url={thinking_sim_url}", "--goodput-update-baseline",
+                       "--goodput-sessions=2").assert_outcomes(passed=1)
     with simulator(reasoning_tokens=REASONING * 2) as longer:
         res = pytester.runpytest(f"--goodput-url={longer.base_url}", "--goodput-baseline")
     text = res.stdout.str()
-    assert ("the model thinks 100 % longer (reasoning tokens per request 12 → 24): a workload "
-            "change, not only a latency change") in text, text
+    assert ("workload changed: test_perf.py::test_gate: the model thinks 100 % longer (reasoning "
+            "tokens per request 12 → 24): a workload change, not a performance change") in text, text
