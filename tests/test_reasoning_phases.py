@@ -140,3 +140,17 @@ def test_simulator_scales_reasoning_by_effort_and_caps_it_by_budget():
     assert openai.reasoning_length({"reasoning_effort": "extreme"}, 12)[1].startswith(
         "reasoning_effort must be one of low, medium, high")
     assert "thinking_token_budget" in openai.reasoning_length({"thinking_token_budget": "x"}, 12)[1]
+
+
+def test_the_run_table_shows_ttfo_and_phase_tpot_for_a_reasoning_run():
+    from pytest_goodput.report.summary import render_result
+
+    spec = build_spec({"scenario": "server", "rate": 10, "requests": 2, "api": "chat"})
+    health = ClientHealth(valid=True, cpu_utilization=0.1)
+    text = render_result(summarize([rec(0, 4.0, 2.0), rec(1, 6.0, 3.0)], spec, health))
+    ttfo = next(line for line in text.splitlines() if line.startswith("TTFO ms"))
+    assert ttfo.split()[2:4] == ["2", "50.00"]  # n, mean
+    answer = next(line for line in text.splitlines() if line.startswith("answer TPOT ms"))
+    assert answer.split()[3:5] == ["2", "5.00"]  # mean of 4 and 6
+    plain = [r.model_copy(update={"reasoning_tokens": 0}) for r in (rec(0, 4.0), rec(1, 6.0))]
+    assert "TTFO" not in render_result(summarize(plain, spec, health))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 
 # pytester's in-process runs drop modules first imported inside them (see test_reasoning_plugin)
 import pytest_goodput.load.drive  # noqa: F401
@@ -21,7 +20,6 @@ pytest_plugins = ["pytester"]
 #: Steps 3x the default: a busy CI machine's client keeps up with the token pace.
 SCALE = 3
 TEST = """
-import pytest
 
 @pytest.mark.goodput(scenario="server", rate=10.0, requests=20, ignore_eos=False, osl=24,
                      workload="jsonl", dataset="prompts.jsonl")
@@ -38,21 +36,27 @@ def prompts(edit: bool = False) -> str:
     return "\n".join(json.dumps(r) for r in rows) + "\n"
 
 
-@pytest.fixture()
-def recorded(pytester):
-    """A test whose baseline was recorded against a simulator that never stops early."""
+def test_shorter_outputs_are_named_and_edited_prompts_are_incomparable(pytester):
     pytester.makepyfile(test_perf=TEST)
     (pytester.path / "prompts.jsonl").write_text(prompts())
     with simulator(eos_prob=0.0, time_scale=SCALE) as sim:
-        pytester.runpytest(f"--goodput-url={sim.base_url}", "--goodput-update-baseline",
-                           "--goodput-sessions=2").assert_outcomes(passed=1)
-        yield sim.base_url
-
-
-def test_outputs_cut_short_are_named_and_fail_strict_mode(pytester, recorded):
-    # the same workload on the same engine: nothing named
-    res = pytester.runpytest(f"--goodput-url={recorded}", "--goodput-baseline", "--goodput-strict")
-    assert "workload changed" not in res.stdout.str()
+        url = f"--goodput-url={sim.base_url}"
+        # a baseline recorded against a simulator that never stops early
+        pytester.runpytest(url, "--goodput-update-baseline", "--goodput-sessions=2"
+                           ).assert_outcomes(passed=1)
+        # the same workload on the same engine: nothing named
+        res = pytester.runpytest(url, "--goodput-baseline", "--goodput-strict")
+        assert "workload changed" not in res.stdout.str()
+        assert "prompts not checked" not in res.stdout.str()  # both sides have a fingerprint
+        # edited prompts: a different workload, not compared (a failure in strict mode)
+        (pytester.path / "prompts.jsonl").write_text(prompts(edit=True))
+        res = pytester.runpytest(url, "--goodput-baseline", "--goodput-strict")
+        res.assert_outcomes(failed=1)
+        text = res.stdout.str()
+        assert "not compared with the baseline: the prompts differ from the baseline's (prompt " \
+               "fingerprint" in text, text
+        assert "goodput incomparable" in text
+    (pytester.path / "prompts.jsonl").write_text(prompts())
     # an engine that ends each answer with 15 % chance per token: ~6 tokens instead of 24
     with simulator(eos_prob=0.15, time_scale=SCALE) as early:
         res = pytester.runpytest(f"--goodput-url={early.base_url}", "--goodput-baseline",
@@ -61,14 +65,3 @@ def test_outputs_cut_short_are_named_and_fail_strict_mode(pytester, recorded):
     text = res.stdout.str()
     assert re.search(r"workload changed: outputs are \d+ % shorter \(output tokens per request 24 → "
                      r"[\d.]+\): a workload change, not a performance change", text), text
-
-
-def test_edited_prompts_make_the_baseline_incomparable(pytester, recorded):
-    (pytester.path / "prompts.jsonl").write_text(prompts(edit=True))
-    res = pytester.runpytest(f"--goodput-url={recorded}", "--goodput-baseline")
-    text = res.stdout.str()
-    assert "not compared with the baseline: the prompts differ from the baseline's (prompt " \
-           "fingerprint" in text, text
-    assert "incomparable" in text
-    res = pytester.runpytest(f"--goodput-url={recorded}", "--goodput-baseline", "--goodput-strict")
-    res.assert_outcomes(failed=1)

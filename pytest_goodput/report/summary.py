@@ -45,6 +45,10 @@ def render_result(result: RunResult) -> str:
     m = result.metrics
     rows = [row("TTFT ms", m.ttft_ms), row("TPOT ms", m.tpot_ms), row("ITL ms", m.itl_ms),
             row("E2E ms", m.e2e_ms), row("send lag ms", result.send_lag_ms)]
+    if m.reasoning_tokens.mean:  # a reasoning model: its answer's latency and each phase's pace
+        rows[1:1] = [row("TTFO ms", m.ttfo_ms), row("reasoning tokens", m.reasoning_tokens),
+                     row("reasoning TPOT ms", m.reasoning_tpot_ms),
+                     row("answer TPOT ms", m.answer_tpot_ms)]
     out.append(tabulate(rows, headers=["metric", "n", "mean", "p50", "p90", "p95", "p99", "max"],
                         tablefmt="simple", disable_numparse=True))
     if result.percentile_slos:
