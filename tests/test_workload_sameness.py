@@ -163,3 +163,11 @@ def test_an_old_baseline_is_compared_and_said_once():
     text = render_summary(outcomes)
     assert text.count("without a prompt fingerprint") == 1
     assert "goodput: 2 comparisons without a prompt fingerprint" in text
+
+
+def test_the_markdown_report_names_the_workload_change():
+    from pytest_goodput.report.markdown import render_markdown
+
+    outcome = judge("t.py::test_a", evidence(samples([38] * 4)), evidence(samples([64] * 4)), Policy())
+    text = render_markdown([outcome])
+    assert "> **Workload changed** (not a performance change): outputs are 41 % shorter" in text

@@ -136,6 +136,9 @@ def _section(o: TestOutcome) -> str:
         parts.append(f"> **Invalid run** — the load generator, not the server, set the pace: {escape_cell(reasons)}")
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
+    if o.workload_changes:
+        parts.append("> **Workload changed** (not a performance change): "
+                     + escape_cell("; ".join(o.workload_changes)))
     if o.comparisons:
         parts.append(_metrics_table(o))
     if o.trends:
