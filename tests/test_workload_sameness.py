@@ -139,11 +139,17 @@ def test_the_judge_names_the_change_and_strict_mode_fails_it():
     outcome = judge("t.py::test_a", short, base, Policy())
     assert outcome.baseline_status == "compared" and outcome.workload.prompts == "same"
     assert outcome.workload_changes[0].startswith("outputs are 41 % shorter")
-    assert outcome.status == "passed"  # TTFT and TPOT did not move: the verdicts hold
+    # TTFT and TPOT did not move: every verdict passes, and the status names the change
+    assert all(c.verdict == "pass" for c in outcome.comparisons)
+    assert outcome.status == "workload-changed"
     assert not fails(outcome, Policy())  # the change is named, it fails in strict mode only
     assert fails(outcome, Policy(strict=True))
-    assert "workload changed: outputs are 41 % shorter" in failure_message(outcome)
-    assert "workload changed: t.py::test_a: outputs are 41 % shorter" in render_summary([outcome])
+    message = failure_message(outcome)
+    assert message.startswith("goodput workload-changed: t.py::test_a")
+    assert "workload changed: outputs are 41 % shorter" in message
+    summary = render_summary([outcome])
+    assert "1 workload-changed" in summary and "≠ workload-changed" in summary
+    assert "  workload changed: outputs are 41 % shorter" in summary  # in the test's details
     same = judge("t.py::test_a", base, base, Policy(strict=True))
     assert same.workload_changes == [] and same.workload.prompts == "same"
 

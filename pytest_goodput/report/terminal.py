@@ -32,11 +32,11 @@ from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutc
 
 STATUS_SYMBOL = {
     "passed": "✓", "regressed": "✗", "inconclusive": "?", "underpowered": "~", "new": "+",
-    "slo-failed": "✗", "invalid": "!", "error": "✗", "incomparable": "≠",
+    "slo-failed": "✗", "invalid": "!", "error": "✗", "incomparable": "≠", "workload-changed": "≠",
 }
 STATUS_ASCII = {
     "passed": "ok", "regressed": "XX", "inconclusive": "??", "underpowered": "~~", "new": "++",
-    "slo-failed": "XX", "invalid": "!!", "error": "XX", "incomparable": "!=",
+    "slo-failed": "XX", "invalid": "!!", "error": "XX", "incomparable": "!=", "workload-changed": "!=",
 }
 VERDICT_SYMBOL = {
     "pass": "✓", "improved": "✓", "regressed": "✗", "inconclusive": "?", "underpowered": "~", "new": "+",
@@ -183,8 +183,6 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         if o.status in NOTEWORTHY:
             parts.append("\n".join(_detail(o, ascii)))
     notes = [f"note: {o.nodeid}: {n}" for o in ordered if o.status not in NOTEWORTHY for n in o.notes]
-    notes += [f"workload changed: {o.nodeid}: {w}" for o in ordered if o.status not in NOTEWORTHY
-              for w in o.workload_changes]
     if notes:
         parts.append("\n".join(notes))
     arrow = "->" if ascii else "→"

@@ -110,8 +110,8 @@ class TestOutcome(_Model):
 
     @property
     def status(self) -> str:
-        """One word for the test: error, invalid, slo-failed, regressed, inconclusive, underpowered,
-        new, incomparable, passed."""
+        """One word for the test: error, invalid, slo-failed, regressed, workload-changed,
+        inconclusive, underpowered, new, incomparable, passed."""
         if self.error:
             return "error"
         if not self.client_valid:
@@ -120,6 +120,8 @@ class TestOutcome(_Model):
             return "slo-failed"
         if self.regressed:
             return "regressed"
+        if self.workload_changes:  # explains the verdicts below it: named first
+            return "workload-changed"
         if self.inconclusive:
             return "inconclusive"
         if self.underpowered:
