@@ -109,3 +109,18 @@ def test_gate():
     text = res.stdout.str()
     assert ("workload changed: test_perf.py::test_gate: the model thinks 100 % longer (reasoning "
             "tokens per request 12 → 24): a workload change, not a performance change") in text, text
+
+
+def test_simulator_honours_reasoning_effort_and_budget(thinking_sim_url):
+    def reasoning_of(**controls) -> tuple[int, dict]:
+        body = {"model": "m", "messages": [{"role": "user", "content": "a b c"}], "max_tokens": 2,
+                "ignore_eos": True, **controls}
+        resp = httpx.post(thinking_sim_url + "/chat/completions", json=body, timeout=10)
+        doc = resp.json()
+        return resp.status_code, doc.get("usage", {}).get("completion_tokens_details", doc)
+
+    assert reasoning_of(reasoning_effort="high") == (200, {"reasoning_tokens": 2 * REASONING})
+    assert reasoning_of(reasoning_effort="low") == (200, {"reasoning_tokens": REASONING // 2})
+    assert reasoning_of(reasoning_effort="high", thinking_token_budget=5) == (200, {"reasoning_tokens": 5})
+    status, err = reasoning_of(reasoning_effort="maximal")
+    assert status == 400 and "reasoning_effort must be one of low, medium, high" in err["error"]["message"]

@@ -35,7 +35,7 @@ def unrecorded_prompts_line(outcomes: list[TestOutcome]) -> Optional[str]:
     if not n:
         return None
     return (f"goodput: {n} comparison{'s' if n != 1 else ''} without a prompt fingerprint on one "
-            "side (baseline recorded before fingerprints were kept): prompts not checked; "
+            "side (recorded before fingerprints were kept): prompts not checked; "
             "record the baseline again (--goodput-update-baseline) to check them")
 
 
