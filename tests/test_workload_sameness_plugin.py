@@ -20,6 +20,7 @@ pytest_plugins = ["pytester"]
 #: Steps 3x the default: a busy CI machine's client keeps up with the token pace.
 SCALE = 3
 TEST = """
+import pytest
 
 @pytest.mark.goodput(scenario="server", rate=10.0, requests=20, ignore_eos=False, osl=24,
                      workload="jsonl", dataset="prompts.jsonl")
