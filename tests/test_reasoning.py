@@ -13,7 +13,7 @@ from typing import Any, Optional
 import pytest
 
 from pytest_goodput.judge.judge import Policy, judge
-from pytest_goodput.judge.reasoning import mean_reasoning_tokens, reasoning_note
+from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.judge.slos import run_slo_outcomes
 from pytest_goodput.judge.values import metric_value, pooled
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
@@ -308,39 +308,55 @@ def test_samples_from_records_keep_ttfo_and_reasoning():
 # --- the judge's note ----------------------------------------------------------------------
 
 
-def test_reasoning_note_names_the_change_and_its_direction():
-    base = [[samples([100.0] * 4, [100, 100, 100, 100])]]
-    longer = [samples([100.0] * 4, [125] * 4)]
-    assert reasoning_note(base, longer) == (
+def thinking(reasoning: list[int], answer: int = 20) -> Samples:
+    """Completed requests whose output is their reasoning plus ``answer`` tokens."""
+    n = len(reasoning)
+    return samples([100.0] * n, reasoning).model_copy(
+        update={"output_tokens": [r + answer for r in reasoning]})
+
+
+def changes(base, cur) -> list[str]:
+    return check_workload(base, cur)[0].changes
+
+
+def test_reasoning_length_change_is_named_with_its_direction():
+    base = [[thinking([100, 100, 100, 100])]]
+    longer = [thinking([125] * 4)]
+    assert changes(base, longer) == [
         "the model thinks 25 % longer (reasoning tokens per request 100 → 125): a workload "
-        "change, not only a latency change")
-    assert reasoning_note(base, [samples([100.0] * 4, [80] * 4)]).startswith(
+        "change, not a performance change"]
+    assert changes(base, [thinking([80] * 4)])[0].startswith(
         "the model thinks 20 % shorter (reasoning tokens per request 100 → 80)")
-    assert reasoning_note(base, [samples([100.0] * 4, [110] * 4)]) is None  # exactly 10 %: no note
-    assert reasoning_note(base, [samples([100.0] * 4, [111] * 4)]) is not None
-    none = [[samples([100.0] * 4, [0] * 4)]]
-    assert reasoning_note(none, [samples([100.0] * 4, [0] * 4)]) is None
-    assert reasoning_note(none, longer).startswith("the model reasons now and did not in the baseline")
+    assert changes(base, [thinking([110] * 4)]) == []  # exactly 10 %: no change
+    assert changes(base, [thinking([111] * 4)]) != []
+    none = [[thinking([0] * 4)]]
+    assert changes(none, [thinking([0] * 4)]) == []
+    assert changes(none, longer)[0].startswith("the model reasons now and did not in the baseline")
     old = [[base[0][0].model_copy(update={"reasoning_tokens": None})]]
-    assert reasoning_note(old, longer) is None  # recorded before the column: unknown
-    # the mean is over every baseline session's completed requests
-    two = [[samples([1.0] * 2, [100, 100])], [samples([1.0] * 2, [200, 200])]]
-    assert mean_reasoning_tokens([r for s in two for r in s]) == pytest.approx(150.0)
+    assert changes(old, longer) == [  # recorded before the column: the whole output compared
+        "outputs are 21 % longer (output tokens per request 120 → 145): a workload change, "
+        "not a performance change"]
+    # the mean is over every baseline session's completed requests: (100 + 200) / 2 = 150
+    two = [[thinking([100, 100])], [thinking([200, 200])]]
+    lengths = check_workload(two, [thinking([150, 150])])[0].lengths
+    assert lengths[0].column == "reasoning_tokens" and lengths[0].baseline == pytest.approx(150.0)
 
 
-def test_judge_outcome_carries_the_note():
+def test_judge_outcome_names_the_workload_change():
     spec = build_spec({"scenario": "server", "rate": 10, "requests": 40, "seed": 3})
     n = 40
 
     def ev_of(reasoning: int) -> Evidence:
-        s = samples([100.0 + i for i in range(n)], [reasoning] * n)
+        s = samples([100.0 + i for i in range(n)], [reasoning] * n).model_copy(
+            update={"output_tokens": [reasoning + 20] * n})
         return Evidence(spec=spec, spec_hash=spec.identity_hash(), history=[[s]])
 
     outcome = judge("t::r1", ev_of(260), ev_of(200), Policy())
     assert outcome.baseline_status == "compared"
-    assert "the model thinks 30 % longer (reasoning tokens per request 200 → 260): a workload " \
-           "change, not only a latency change" in outcome.notes
-    assert judge("t::r1", ev_of(205), ev_of(200), Policy()).notes == []
+    assert outcome.workload_changes == [
+        "the model thinks 30 % longer (reasoning tokens per request 200 → 260): a workload "
+        "change, not a performance change"]
+    assert judge("t::r1", ev_of(205), ev_of(200), Policy()).workload_changes == []
     gated = judge("t::r1", Evidence(spec=spec.model_copy(update={"gate": ("metrics.ttfo_ms.p99",)}),
                                     spec_hash=spec.identity_hash(), history=ev_of(200).history),
                   ev_of(200), Policy())

@@ -95,18 +95,35 @@ def test_tiny(goodput):
     assert {r["reasoning_tokens"] for r in run["requests"]} == {REASONING}
 
 
-def test_longer_reasoning_than_the_baseline_is_noted(pytester, thinking_sim_url):
+def test_longer_reasoning_than_the_baseline_is_a_workload_change(pytester):
     pytester.makepyfile(test_perf="""
 import pytest
 
-@pytest.mark.goodput(scenario="server", api="chat", requests=30, rate=30.0, isl=16, osl=4)
+@pytest.mark.goodput(scenario="server", api="chat", requests=20, rate=10.0, isl=16, osl=4)
 def test_gate():
     pass
 """)
-    pytester.runpytest(f"--goodput-url={thinking_sim_url}", "--goodput-update-baseline"
-                       ).assert_outcomes(passed=1)
-    with simulator(reasoning_tokens=REASONING * 2) as longer:
+    # steps 3x the default: a busy machine's client keeps up with the token pace
+    with simulator(reasoning_tokens=REASONING, time_scale=3) as sim:
+        pytester.runpytest(f"--goodput-url={sim.base_url}", "--goodput-update-baseline",
+                           "--goodput-sessions=2").assert_outcomes(passed=1)
+    with simulator(reasoning_tokens=REASONING * 2, time_scale=3) as longer:
         res = pytester.runpytest(f"--goodput-url={longer.base_url}", "--goodput-baseline")
     text = res.stdout.str()
-    assert ("the model thinks 100 % longer (reasoning tokens per request 12 → 24): a workload "
-            "change, not only a latency change") in text, text
+    assert ("workload changed: the model thinks 100 % longer (reasoning tokens per request "
+            "12 → 24): a workload change, not a performance change") in text, text
+
+
+def test_simulator_honours_reasoning_effort_and_budget(thinking_sim_url):
+    def reasoning_of(**controls) -> tuple[int, dict]:
+        body = {"model": "m", "messages": [{"role": "user", "content": "a b c"}], "max_tokens": 2,
+                "ignore_eos": True, **controls}
+        resp = httpx.post(thinking_sim_url + "/chat/completions", json=body, timeout=10)
+        doc = resp.json()
+        return resp.status_code, doc.get("usage", {}).get("completion_tokens_details", doc)
+
+    assert reasoning_of(reasoning_effort="high") == (200, {"reasoning_tokens": 2 * REASONING})
+    assert reasoning_of(reasoning_effort="low") == (200, {"reasoning_tokens": REASONING // 2})
+    assert reasoning_of(reasoning_effort="high", thinking_token_budget=5) == (200, {"reasoning_tokens": 5})
+    status, err = reasoning_of(reasoning_effort="maximal")
+    assert status == 400 and "reasoning_effort must be one of low, medium, high" in err["error"]["message"]

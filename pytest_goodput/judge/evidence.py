@@ -16,7 +16,7 @@ from pytest_goodput.schema.spec import ScenarioSpec
 
 def samples_of(runs: list[RunResult]) -> list[Samples]:
     """The per-request samples of each run, as baselines keep them."""
-    return [Samples.from_records(r.requests, r.window.seconds) for r in runs]
+    return [Samples.from_records(r.requests, r.window.seconds, r.prompt_set) for r in runs]
 
 
 def from_measurement(m: Measurement, env: Optional[Fingerprint] = None) -> Evidence:

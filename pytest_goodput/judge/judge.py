@@ -15,9 +15,9 @@ from pytest_goodput.judge.capacity import capacity_comparison
 from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
-from pytest_goodput.judge.reasoning import reasoning_note
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.verdicts import MetricDef, compare
+from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.evidence import Evidence
 from pytest_goodput.schema.frontier import FrontierPoint
 from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
@@ -111,6 +111,11 @@ def judge(
             update["what_changed"] = what_changed(baseline.env, current.env)
     if baseline.spec_hash != current.spec_hash:
         reasons.insert(0, "the scenario spec changed since the baseline was recorded")
+    # Same prompts, same output lengths? Different prompts are a different workload.
+    workload, prompts_differ = check_workload(baseline.history, current.samples)
+    update.update(workload=workload, baseline_key_metrics=dict(baseline.summary))
+    if prompts_differ is not None:
+        reasons.append(prompts_differ)
     if reasons:
         return outcome.model_copy(
             update={**update, "baseline_status": "incomparable", "incomparable_reasons": reasons}
@@ -122,10 +127,6 @@ def judge(
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = {**frontier, "baseline": baseline.frontier, "comparison": frontier_cmp}
-    # A model that thinks longer is slower to answer at the same engine speed: say so.
-    note = reasoning_note(baseline.history, current.samples)
-    if note is not None:
-        update["notes"] = [*outcome.notes, note]
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )
@@ -134,8 +135,9 @@ def judge(
 def fails(outcome: TestOutcome, policy: Policy) -> bool:
     """Whether the test fails: errors, invalid runs, broken SLOs, regressions.
 
-    Strict mode also fails inconclusive and underpowered verdicts and baselines that cannot
-    be compared (other hardware, model or spec): a comparison must not vanish silently. In update mode
+    Strict mode also fails inconclusive and underpowered verdicts, baselines that cannot
+    be compared (other hardware, model, spec or prompts) and workload changes (output
+    lengths): a comparison must not vanish silently. In update mode
     regressions are recorded, not failed; SLOs, invalid runs and errors still fail.
     """
     if outcome.error or not outcome.client_valid or outcome.slo_failed:
@@ -145,4 +147,5 @@ def fails(outcome: TestOutcome, policy: Policy) -> bool:
     if outcome.regressed:
         return True
     return policy.strict and (bool(outcome.inconclusive) or bool(outcome.underpowered)
-                              or outcome.baseline_status == "incomparable")
+                              or outcome.baseline_status == "incomparable"
+                              or bool(outcome.workload_changes))

@@ -116,6 +116,8 @@ def pooled(runs: Sequence[Samples]) -> Optional[Samples]:
         ttfo_ms=_optional_column(runs, "ttfo_ms"),
         reasoning_tokens=_optional_column(runs, "reasoning_tokens"),
         ttft_later_ms=_optional_column(runs, "ttft_later_ms"),
+        reasoning_tpot_ms=_optional_column(runs, "reasoning_tpot_ms"),
+        answer_tpot_ms=_optional_column(runs, "answer_tpot_ms"),
     )
 
 
@@ -180,9 +182,9 @@ def common_prefix(baseline_runs: Sequence[Samples], current_runs: Sequence[Sampl
             "good": s.good[:m] if s.good is not None else None, "ttft_ms": s.ttft_ms[:m],
             "tpot_ms": s.tpot_ms[:m], "e2e_ms": s.e2e_ms[:m], "output_tokens": s.output_tokens[:m],
             "prompt_tokens": s.prompt_tokens[:m],
-            "ttfo_ms": s.ttfo_ms[:m] if s.ttfo_ms is not None else None,
-            "reasoning_tokens": s.reasoning_tokens[:m] if s.reasoning_tokens is not None else None,
-            "ttft_later_ms": s.ttft_later_ms[:m] if s.ttft_later_ms is not None else None})
+            **{k: getattr(s, k)[:m] if getattr(s, k) is not None else None
+               for k in ("ttfo_ms", "reasoning_tokens", "reasoning_tpot_ms", "answer_tpot_ms",
+                         "ttft_later_ms")}})
 
     return [cut(s) for s in baseline_runs], [cut(s) for s in current_runs]
 

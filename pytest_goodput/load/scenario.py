@@ -28,6 +28,8 @@ from pytest_goodput.load.drive import (
     pool_size,
 )
 from pytest_goodput.load.ray_backend import run_ray
+from pytest_goodput.load.prompt_set import prompt_set, unsalted_prompts
+from pytest_goodput.load.reasoning_controls import reasoning_body
 from pytest_goodput.load.shard import effective_workers, run_sharded
 from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.workload import Dataset, load_dataset
@@ -45,6 +47,7 @@ async def _run_in_process(
     async with OpenAIClient(
         base_url, model, api=spec.api, stream=spec.stream, api_key_env=api_key_env,
         timeout_s=spec.timeout_s, max_connections=pool_size(spec), ignore_eos=spec.ignore_eos,
+        extra_body=reasoning_body(spec),
     ) as client:
         # Connect before the clock starts: a TCP connect inside a timed send is client
         # time, and would show up as send lag or TTFT.
@@ -92,4 +95,7 @@ def run_scenario(
     rate = offered_rate(out.exchanges)
     if rate is not None:
         load["offered_rate"] = rate
-    return summarize(records, spec, out.check.health(), load=load)
+    result = summarize(records, spec, out.check.health(), load=load)
+    fingerprint = prompt_set(spec, (ex.plan for ex in out.exchanges),
+                             unsalted_prompts(spec, tokenizer, dataset))
+    return result.model_copy(update={"prompt_set": fingerprint})

@@ -216,6 +216,12 @@ def judge_loop_lag(
     return client.model_copy(update=update)
 
 
+def _phase_tokens(r: RequestRecord, metric: str) -> int:
+    """The tokens a TPOT column divides: the whole output's, or one phase's."""
+    return {"reasoning_tpot": r.reasoning_tokens,
+            "answer_tpot": r.answer_tokens}.get(metric, r.output_tokens)
+
+
 def percentile_checks(
     records: list[RequestRecord], spec: ScenarioSpec
 ) -> list[PercentileSLOCheck]:
@@ -247,7 +253,7 @@ def percentile_checks(
                     over += v > limit
                 continue
             v = getattr(r, f"{metric}_ms")
-            if metric == "tpot" and r.ok and v is None and r.output_tokens < 2:
+            if metric.endswith("tpot") and r.ok and v is None and _phase_tokens(r, metric) < 2:
                 continue  # fewer than two tokens: TPOT undefined, not a sample
             n += 1
             if not r.ok or v is None:
@@ -318,6 +324,8 @@ def summarize(
         reasoning_tokens=distribution(float(r.reasoning_tokens) for r in ok),
         ttft_later_ms=distribution(later_turn_ttft(r) for r in ok),
         ttft_ms_by_turn={t: distribution(v) for t, v in by_turn(ok).items()},
+        reasoning_tpot_ms=distribution(r.reasoning_tpot_ms for r in ok),
+        answer_tpot_ms=distribution(r.answer_tpot_ms for r in ok),
     )
     cached, hit = hit_rate(measured)
     split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}

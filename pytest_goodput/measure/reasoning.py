@@ -108,4 +108,15 @@ def split_output(
     return Split(r, output_tokens - r, "chunks")
 
 
-__all__ = ["Split", "split_output"]
+def phase_tpot_ms(times: list[float], texts: list[str], tokens: int) -> Optional[float]:
+    """TPOT of one phase (reasoning or answer) of a stream, ms: (time of its last chunk -
+    time of its first chunk) / (its tokens - 1), over the content chunks carrying that
+    phase's text (a chunk carrying both phases counts in both). None below two tokens or
+    when they all arrived at one instant, as for the whole output's TPOT."""
+    mine = [t for t, text in zip(times, texts) if text]
+    if tokens < 2 or len(mine) < 1 or mine[-1] == mine[0]:
+        return None
+    return (mine[-1] - mine[0]) * 1000.0 / (tokens - 1)
+
+
+__all__ = ["Split", "phase_tpot_ms", "split_output"]

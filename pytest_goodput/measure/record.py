@@ -16,7 +16,8 @@ Pure: no I/O. Definitions follow ``docs/metrics.md``:
   not an answer; reasoning and answer tokens split the output count
   (:mod:`pytest_goodput.measure.reasoning`);
 * TPOT = (t_last - t_first) / (N - 1) for N >= 2, undefined (``tokens_at_once``) when
-  all N tokens arrived at one instant;
+  all N tokens arrived at one instant; reasoning and answer TPOT apply the same rule to each
+  phase's chunks and tokens (:func:`pytest_goodput.measure.reasoning.phase_tpot_ms`);
 * ITL holds one value per token after the first content chunk: each gap between
   content chunks is divided evenly over the tokens the later chunk carries (see
   :func:`itl_ms`). When the first chunk carries one token, ``mean(itl) == TPOT``.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pytest_goodput.measure.prefix_cache import cached_prompt_tokens
-from pytest_goodput.measure.reasoning import split_output
+from pytest_goodput.measure.reasoning import phase_tpot_ms, split_output
 from pytest_goodput.measure.sse import SSELimitError, SSEParser
 from pytest_goodput.schema.results import RequestRecord
 
@@ -371,6 +372,13 @@ def to_record(
         itl_ms=itl_ms(parsed.times, parsed.texts, n, tokenizer) if stream and not at_once else [],
         tokens_at_once=at_once,
     )
+    if stream and split.source is not None:
+        rec.update(
+            reasoning_tpot_ms=phase_tpot_ms(parsed.times, parsed.reasoning, split.reasoning),
+            answer_tpot_ms=phase_tpot_ms(parsed.times, parsed.answers, split.answer),
+        )
+    elif stream:
+        rec["answer_tpot_ms"] = rec["tpot_ms"]  # no reasoning: the whole output is the answer
     return RequestRecord(ok=True, **rec)
 
 

@@ -65,8 +65,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("ready_timeout", "seconds a launched engine (--goodput-serve) may take to answer its "
            "health probe before the run fails with its log (default 300, at most 86400)", "float"),
     Option("baseline_dir", "directory of stored baselines (default .goodput/baselines)", cli=False),
-    Option("strict", "fail on inconclusive and underpowered verdicts, unproven percentile SLOs "
-           "and missing baselines", "bool"),
+    Option("strict", "fail on inconclusive and underpowered verdicts, unproven percentile SLOs, "
+           "workload changes and missing baselines", "bool"),
     Option("allow_new", "in CI (CI or GITHUB_ACTIONS set), accept a run with no stored baseline "
            "at all instead of failing it", "bool"),
     Option("tolerance", "default tolerated relative change of a gated metric (e.g. 0.05)", "float"),

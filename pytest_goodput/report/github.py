@@ -24,7 +24,7 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 #: Annotations of one type GitHub shows per step.
 ANNOTATIONS_PER_TYPE = 10
 ERROR_STATUSES = ("error", "invalid", "slo-failed", "regressed")
-WARNING_STATUSES = ("inconclusive", "underpowered", "incomparable")
+WARNING_STATUSES = ("inconclusive", "underpowered", "incomparable", "workload-changed")
 _TITLES = {
     "error": "goodput: run failed",
     "invalid": "goodput: invalid run (client-bound)",
@@ -33,6 +33,7 @@ _TITLES = {
     "inconclusive": "goodput: inconclusive change",
     "underpowered": "goodput: too little data to detect a regression",
     "incomparable": "goodput: baseline not comparable",
+    "workload-changed": "goodput: the workload changed (output lengths)",
 }
 
 

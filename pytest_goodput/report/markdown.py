@@ -33,7 +33,7 @@ from pytest_goodput.schema.outcome import VERDICT_SYMBOL, TestOutcome
 
 STATUS_EMOJI: dict[str, str] = {
     "passed": "✅", "regressed": "❌", "inconclusive": "⚠️", "underpowered": "🔍", "new": "🆕",
-    "slo-failed": "❌", "invalid": "🚫", "error": "💥", "incomparable": "⛔",
+    "slo-failed": "❌", "invalid": "🚫", "error": "💥", "incomparable": "⛔", "workload-changed": "🔀",
 }
 _STATUS_WORD = {"slo-failed": "SLO-failed"}
 _BASELINE_WORDS = {
@@ -57,7 +57,8 @@ def _status(status: str) -> str:
 def summary_line(outcomes: list[TestOutcome]) -> str:
     """One line with the count of every status; it is never cut from the report."""
     counts = status_counts(outcomes)
-    names = [s for s in STATUSES if s not in ("incomparable", "underpowered") or counts[s]]
+    names = [s for s in STATUSES
+             if s not in ("incomparable", "underpowered", "workload-changed") or counts[s]]
     parts = [f"{counts[s]} {_STATUS_WORD.get(s, s)}" for s in names]
     failing = any(counts[s] for s in FAILING)
     mark = "❌" if failing else ("⚠️" if counts["inconclusive"] or counts["underpowered"] else "✅")
@@ -136,6 +137,9 @@ def _section(o: TestOutcome) -> str:
         parts.append(f"> **Invalid run** — the load generator, not the server, set the pace: {escape_cell(reasons)}")
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
+    if o.workload_changes:
+        parts.append("> **Workload changed** (not a performance change): "
+                     + escape_cell("; ".join(o.workload_changes)))
     if o.comparisons:
         parts.append(_metrics_table(o))
     if o.trends:

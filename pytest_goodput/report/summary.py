@@ -52,6 +52,10 @@ def render_result(result: RunResult) -> str:
     # conversations: TTFT per turn and over turns 2+ (docs/metrics.md)
     rows[1:1] = [row(f"TTFT turn {t} ms", d) for t, d in m.ttft_ms_by_turn.items()] + (
         [row("TTFT turns 2+ ms", m.ttft_later_ms)] if m.ttft_later_ms.count else [])
+    if m.reasoning_tokens.mean:  # a reasoning model: its answer's latency and each phase's pace
+        rows[1:1] = [row("TTFO ms", m.ttfo_ms), row("reasoning tokens", m.reasoning_tokens),
+                     row("reasoning TPOT ms", m.reasoning_tpot_ms),
+                     row("answer TPOT ms", m.answer_tpot_ms)]
     out.append(tabulate(rows, headers=["metric", "n", "mean", "p50", "p90", "p95", "p99", "max"],
                         tablefmt="simple", disable_numparse=True))
     if result.percentile_slos:

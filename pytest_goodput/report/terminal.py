@@ -27,15 +27,16 @@ from pytest_goodput.report.vocabulary import (
     status_counts,
     worst_comparison,
 )
+from pytest_goodput.report.workload_lines import reasoning_line, unrecorded_prompts_line
 from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
 
 STATUS_SYMBOL = {
     "passed": "✓", "regressed": "✗", "inconclusive": "?", "underpowered": "~", "new": "+",
-    "slo-failed": "✗", "invalid": "!", "error": "✗", "incomparable": "≠",
+    "slo-failed": "✗", "invalid": "!", "error": "✗", "incomparable": "≠", "workload-changed": "≠",
 }
 STATUS_ASCII = {
     "passed": "ok", "regressed": "XX", "inconclusive": "??", "underpowered": "~~", "new": "++",
-    "slo-failed": "XX", "invalid": "!!", "error": "XX", "incomparable": "!=",
+    "slo-failed": "XX", "invalid": "!!", "error": "XX", "incomparable": "!=", "workload-changed": "!=",
 }
 VERDICT_SYMBOL = {
     "pass": "✓", "improved": "✓", "regressed": "✗", "inconclusive": "?", "underpowered": "~", "new": "+",
@@ -184,6 +185,14 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
     notes = [f"note: {o.nodeid}: {n}" for o in ordered if o.status not in NOTEWORTHY for n in o.notes]
     if notes:
         parts.append("\n".join(notes))
+    arrow = "->" if ascii else "→"
+    reasoning = [f"{o.nodeid}: {line}" for o in ordered
+                 if (line := reasoning_line(o, arrow, "-" if ascii else "–"))]
+    if reasoning:
+        parts.append("reasoning (baseline " + arrow + " current):\n" + "\n".join(reasoning))
+    unrecorded = unrecorded_prompts_line(ordered)
+    if unrecorded:
+        parts.append(unrecorded)
     return "\n\n".join(parts)
 
 
@@ -231,6 +240,7 @@ def _problem_lines(o: TestOutcome, ascii: bool) -> list[str]:
         )
         lines.append(f"what changed since the baseline: {changes}")
     lines += [f"note: {n}" for n in o.notes]
+    lines += [f"workload changed: {w}" for w in o.workload_changes]
     return lines
 
 

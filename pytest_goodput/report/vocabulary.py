@@ -26,11 +26,13 @@ STATUSES: tuple[str, ...] = (
     "invalid",
     "error",
     "incomparable",
+    "workload-changed",
 )
 #: Statuses that fail the gate (inconclusive fails only in strict mode).
 FAILING: frozenset[str] = frozenset({"regressed", "slo-failed", "invalid", "error"})
 #: Statuses that deserve a detailed look in every report.
-NOTEWORTHY: frozenset[str] = FAILING | {"inconclusive", "underpowered", "incomparable"}
+NOTEWORTHY: frozenset[str] = FAILING | {"inconclusive", "underpowered", "incomparable",
+                                         "workload-changed"}
 
 #: How bad a verdict is, for picking a test's worst metric (higher is worse).
 VERDICT_SEVERITY: dict[str, int] = {

@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_goodput.schema.history import Trend
+from pytest_goodput.schema.workload_check import WorkloadCheck
 
 Verdict = Literal["pass", "improved", "regressed", "inconclusive", "underpowered", "new", "incomparable"]
 VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "underpowered", "new",
@@ -102,11 +103,15 @@ class TestOutcome(_Model):
                              description="what the gate did on the way: re-measurements, sessions recorded")
     trends: list[Trend] = Field(default_factory=list,
                                 description="main-branch history of metrics that regressed or crept")
+    baseline_key_metrics: Optional[dict[str, Optional[float]]] = Field(
+        None, description="headline numbers of the baseline's newest session, when compared")
+    workload: Optional[WorkloadCheck] = Field(
+        None, description="did baseline and current run the same workload (prompts, output lengths)")
 
     @property
     def status(self) -> str:
-        """One word for the test: error, invalid, slo-failed, regressed, inconclusive, underpowered,
-        new, incomparable, passed."""
+        """One word for the test: error, invalid, slo-failed, regressed, workload-changed,
+        inconclusive, underpowered, new, incomparable, passed."""
         if self.error:
             return "error"
         if not self.client_valid:
@@ -115,6 +120,8 @@ class TestOutcome(_Model):
             return "slo-failed"
         if self.regressed:
             return "regressed"
+        if self.workload_changes:  # explains the verdicts below it: named first
+            return "workload-changed"
         if self.inconclusive:
             return "inconclusive"
         if self.underpowered:
@@ -136,6 +143,11 @@ class TestOutcome(_Model):
     @property
     def underpowered(self) -> list[MetricComparison]:
         return [c for c in self.comparisons if c.verdict == "underpowered"]
+
+    @property
+    def workload_changes(self) -> list[str]:
+        """Output-length changes since the baseline, named (the workload, not the speed, moved)."""
+        return list(self.workload.changes) if self.workload is not None else []
 
     @property
     def slo_failed(self) -> list[SLOOutcome]:

@@ -42,14 +42,17 @@ class MetricInfo:
 
 #: Latency columns of a run and how reports name them.
 #: TTFO: time to first output (answer) token, after a reasoning model's reasoning phase.
+#: Reasoning and answer TPOT: TPOT over each phase of a reasoning model's output.
 LATENCIES: dict[str, str] = {"ttft": "TTFT", "ttfo": "TTFO", "tpot": "TPOT", "itl": "ITL",
-                             "e2e": "E2E"}
+                             "e2e": "E2E", "reasoning_tpot": "reasoning TPOT",
+                             "answer_tpot": "answer TPOT"}
 #: Latency columns over a subset of the requests: gateable, not SLO keywords. ``ttft_later``:
 #: TTFT of turns 2 and later of multi-turn conversations (what a prefix cache speeds up).
 SUBSET_LATENCIES: dict[str, str] = {"ttft_later": "TTFT turns 2+"}
 _ALL_LATENCIES = {**LATENCIES, **SUBSET_LATENCIES}
 #: Latency columns the per-request samples of a baseline keep (ITL is per token, not stored).
-SAMPLED_LATENCIES: tuple[str, ...] = ("ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms", "ttft_later_ms")
+SAMPLED_LATENCIES: tuple[str, ...] = ("ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms",
+                                      "reasoning_tpot_ms", "answer_tpot_ms", "ttft_later_ms")
 #: Statistics every latency distribution reports, in report order.
 STATS: tuple[str, ...] = ("p50", "p90", "p95", "p99", "mean", "max")
 
@@ -77,8 +80,8 @@ TOLERANCES: dict[str, float] = {
     # A search resolves capacity to capacity_resolution (5 %): two searches can only tell
     # apart changes of about twice that.
     "capacity.requests_per_s": 0.10,
-    # The reasoning length a model chose; the judge notes changes beyond this as a workload
-    # change (judge/reasoning.py).
+    # The reasoning length a model chose; the judge names changes beyond this (and
+    # significant) as a workload change (judge/workload.py).
     "metrics.reasoning_tokens.mean": 0.10,
 }
 
@@ -151,12 +154,14 @@ KEY_METRICS: tuple[str, ...] = (
 GATEABLE_HELP = (
     "goodput.requests_per_s|tokens_per_s|attainment, "
     "throughput.requests_per_s|output_tokens_per_s|total_tokens_per_s, "
-    "metrics.<ttft_ms|ttfo_ms|tpot_ms|e2e_ms|ttft_later_ms>.<mean|max|pNN>, "
+    "metrics.<ttft_ms|ttfo_ms|tpot_ms|e2e_ms|reasoning_tpot_ms|answer_tpot_ms|ttft_later_ms>"
+    ".<mean|max|pNN>, "
     f"{REASONING_MEAN}"
 )
 #: Key metrics of runs whose model reasoned (kept only then, so other runs' headlines stay as
 #: they were).
-REASONING_KEY_METRICS: tuple[str, ...] = ("metrics.ttfo_ms.p99", REASONING_MEAN)
+REASONING_KEY_METRICS: tuple[str, ...] = ("metrics.ttfo_ms.p99", REASONING_MEAN,
+                                           "metrics.answer_tpot_ms.p99")
 TOLERABLE_EXTRA = tuple(p for p, m in FIXED.items() if m.tolerable and not m.gateable)
 
 

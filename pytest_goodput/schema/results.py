@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.workload_check import PromptSet
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -84,6 +85,10 @@ class RequestRecord(_Model):
         None, description="prompt tokens the engine served from its prefix cache "
         "(usage.prompt_tokens_details.cached_tokens); None when it does not say"
     )
+    reasoning_tpot_ms: Optional[float] = Field(
+        None, description="TPOT over the reasoning phase's chunks and tokens (streams with reasoning)")
+    answer_tpot_ms: Optional[float] = Field(
+        None, description="TPOT over the answer's chunks and tokens; tpot_ms without reasoning")
 
 
 class Distribution(_Model):
@@ -115,6 +120,10 @@ class LatencyMetrics(_Model):
                                         description="TTFT of turns 2 and later (ms)")
     ttft_ms_by_turn: dict[str, Distribution] = Field(default_factory=dict,
                                                      description="TTFT (ms) by turn number")
+    reasoning_tpot_ms: Distribution = Field(default_factory=Distribution,
+                                            description="TPOT of the reasoning phase (ms)")
+    answer_tpot_ms: Distribution = Field(default_factory=Distribution,
+                                         description="TPOT of the answer phase (ms)")
 
 
 class Throughput(_Model):
@@ -212,6 +221,8 @@ class RunResult(_Model):
     prefix_cache_hit_rate: Optional[float] = Field(
         None, description="cached_prompt_tokens / their requests' prompt tokens")
     requests: list[RequestRecord] = Field(default_factory=list)
+    prompt_set: Optional[PromptSet] = Field(
+        None, description="fingerprint of the prompts sent (docs/metrics.md, \"Workload sameness\")")
 
 
 class Samples(_Model):
@@ -234,8 +245,13 @@ class Samples(_Model):
     reasoning_tokens: Optional[list[int]] = None
     # Conversations: TTFT of turns 2+, None on first turns; None without conversations.
     ttft_later_ms: Optional[list[Optional[float]]] = None
+    reasoning_tpot_ms: Optional[list[Optional[float]]] = None
+    answer_tpot_ms: Optional[list[Optional[float]]] = None
+    # The prompts' fingerprint; None in baselines recorded before it was kept.
+    prompt_set: Optional[PromptSet] = None
 
-    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms", "ttft_later_ms")
+    @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms", "reasoning_tpot_ms", "answer_tpot_ms",
+                      "ttft_later_ms")
     def _round_ms(self, values: Optional[list[Optional[float]]]) -> Optional[list[Optional[float]]]:
         """Keep baselines reviewable: 0.1 µs resolution is far below any clock's noise."""
         if values is None:
@@ -243,7 +259,8 @@ class Samples(_Model):
         return [None if v is None else round(v, 4) for v in values]
 
     @classmethod
-    def from_records(cls, records: list[RequestRecord], window_s: float) -> "Samples":
+    def from_records(cls, records: list[RequestRecord], window_s: float,
+                     prompt_set: Optional[PromptSet] = None) -> "Samples":
         measured = [r for r in records if not r.warmup]
         has_good = any(r.good is not None for r in measured)
         return cls(
@@ -259,4 +276,7 @@ class Samples(_Model):
             reasoning_tokens=[r.reasoning_tokens if r.ok else 0 for r in measured],
             ttft_later_ms=[r.ttft_ms if (r.turn or 0) >= 2 else None for r in measured]
             if any(r.turn is not None for r in measured) else None,
+            reasoning_tpot_ms=[r.reasoning_tpot_ms for r in measured],
+            answer_tpot_ms=[r.answer_tpot_ms for r in measured],
+            prompt_set=prompt_set,
         )

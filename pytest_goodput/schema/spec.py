@@ -103,6 +103,12 @@ class ScenarioSpec(BaseModel):
     stream: bool = True
     ignore_eos: bool = True
 
+    # --- reasoning models: how hard the model thinks (part of the workload) -------------
+    reasoning_effort: Optional[Literal["low", "medium", "high"]] = Field(
+        None, description="chat: sent as the request's reasoning_effort (OpenAI, vLLM, SGLang)")
+    thinking_budget: Optional[int] = Field(
+        None, ge=1, description="chat: most reasoning tokens, sent as thinking_token_budget (vLLM)")
+
     # --- workload ----------------------------------------------------------------------
     workload: WorkloadKind = "synthetic"
     dataset: Optional[str] = Field(None, description="path to a JSONL or ShareGPT JSON file")
@@ -281,8 +287,12 @@ class ScenarioSpec(BaseModel):
             raise ValueError("offline sends everything at once: use warmup_requests=, not warmup_s=")
         if s == "offline" and self.requests is None and self.concurrency is None:
             raise ValueError("offline bounded by duration_s= alone needs a concurrency= ceiling")
+        if self.api != "chat" and (self.reasoning_effort or self.thinking_budget):
+            raise ValueError("reasoning_effort= and thinking_budget= need api='chat' (the "
+                             "completions API has no reasoning controls)")
         if not self.stream:
-            timed = [k for k in self.percentile_slos if k.startswith(("tpot", "itl"))]
+            timed = [k for k in self.percentile_slos
+                     if k.startswith(("tpot", "itl", "reasoning_tpot", "answer_tpot"))]
             if self.tpot_ms is not None:
                 timed.insert(0, "tpot_ms")
             if timed:

@@ -81,6 +81,22 @@ def limits_error(prompt_tokens: int, max_tokens: Any, kv_tokens: int) -> Optiona
     return None
 
 
+#: How ``reasoning_effort`` scales the profile's reasoning tokens (medium: as configured).
+EFFORT_SCALE = {"low": 0.5, "medium": 1.0, "high": 2.0}
+
+
+def reasoning_length(body: dict[str, Any], configured: int) -> tuple[int, Optional[str]]:
+    """(reasoning tokens of a chat request, why the request is refused): ``configured``
+    scaled by ``reasoning_effort``, then capped at ``thinking_token_budget``."""
+    effort, budget = body.get("reasoning_effort"), body.get("thinking_token_budget")
+    if effort is not None and effort not in EFFORT_SCALE:
+        return 0, f"reasoning_effort must be one of {', '.join(EFFORT_SCALE)}, got {effort!r}"
+    if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 0):
+        return 0, f"thinking_token_budget must be a non-negative integer, got {budget!r}"
+    n = round(configured * EFFORT_SCALE[effort or "medium"])
+    return (n if budget is None else min(n, budget)), None
+
+
 def finish_reason(out_len: int, max_tokens: int) -> str:
     """``"length"`` when the output hit ``max_tokens``, else ``"stop"`` (an end-of-sequence)."""
     return "length" if out_len >= max_tokens else "stop"

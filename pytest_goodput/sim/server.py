@@ -141,8 +141,8 @@ class SimEngine:
               chat: bool = False) -> tuple[Optional[tuple[int, str]], dict[str, Any]]:
         """Apply faults and queue the request; returns (error, plan) with error (status, msg).
 
-        Chat requests of a reasoning profile generate ``reasoning_tokens`` tokens of
-        reasoning before their ``out_len`` answer tokens (``total`` in all).
+        Chat requests of a reasoning profile generate ``reasoning_tokens`` tokens of reasoning
+        (``openai.reasoning_length``) before their ``out_len`` answer tokens (``total`` in all).
         """
         p = self.profile
         self._counter += 1
@@ -159,7 +159,9 @@ class SimEngine:
             return (400, bad), {}
         out_len = draw_output_length(rng, max_tokens, min(min_tokens, max_tokens), p.eos_prob,
                                      bool(body.get("ignore_eos", False)))
-        reasoning = p.reasoning_tokens if chat else 0
+        reasoning, bad = openai.reasoning_length(body, p.reasoning_tokens) if chat else (0, None)
+        if bad is not None:
+            return (400, bad), {}
         total = reasoning + out_len
         rid = f"{self._tag}{self._counter:x}"
         hashes = None
