@@ -200,7 +200,11 @@ class OpenAIClient:
             body["prompt"] = plan.prompt
             body["max_tokens"] = plan.max_tokens
         else:
-            body["messages"] = [{"role": "user", "content": plan.prompt}]
+            content: Any = plan.prompt
+            if plan.images:  # a vision-language request: the text, then one part per image
+                content = [{"type": "text", "text": plan.prompt}] + [
+                    {"type": "image_url", "image_url": {"url": im.url}} for im in plan.images]
+            body["messages"] = [{"role": "user", "content": content}]
             body["max_tokens"] = plan.max_tokens
             body["max_completion_tokens"] = plan.max_tokens
         body["stream"] = self.stream
@@ -221,7 +225,7 @@ class OpenAIClient:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         session = self._session if self.reuses_connections else self._fresh
         data = self.build_body(plan)
-        ex = RawExchange(plan, None, None, None, [], None, None)
+        ex = RawExchange(plan, None, None, None, [], None, None, request_bytes=len(data))
         while True:
             try:
                 await self._exchange(session, data, ex)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_goodput.measure.images import ImagePart
+
 
 @dataclass(slots=True)
 class RequestPlan:
@@ -18,6 +20,8 @@ class RequestPlan:
     # set by the open-loop driver: the schedule, not the client, decides when a request is
     # due, so its TTFT and E2E count from ``scheduled_at`` (docs/metrics.md)
     open_loop: bool = False
+    # chat: image_url parts sent after the text (docs/workloads.md, "Images")
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(slots=True)
@@ -34,3 +38,4 @@ class RawExchange:
     error_kind: str | None = None
     error_detail: str | None = None
     retries: int = 0  # resends on a fresh connection after a write that never completed
+    request_bytes: int | None = None  # size of the JSON request body sent

@@ -315,6 +315,10 @@ def summarize(
         e2e_ms=distribution(r.e2e_ms for r in ok),
         ttfo_ms=distribution(r.ttfo_ms for r in ok),
         reasoning_tokens=distribution(float(r.reasoning_tokens) for r in ok),
+        request_bytes=distribution(r.request_bytes for r in ok),
+        images=distribution(float(r.images) for r in ok),
+        image_tokens=distribution(r.image_tokens for r in ok),
+        tokens_per_chunk=distribution(r.tokens_per_chunk for r in ok),
     )
     split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}
     return RunResult(

@@ -77,6 +77,17 @@ class RequestRecord(_Model):
         None, description="time to first output (answer) token: first_answer_at - latency origin; "
         "equal to ttft_ms without reasoning"
     )
+    # --- images and speculative decoding (docs/metrics.md, "Images", "Tokens per chunk") ---
+    request_bytes: Optional[int] = Field(None, description="size of the JSON request body sent")
+    images: int = Field(0, description="image_url parts the request carried")
+    image_pixels: int = Field(0, description="width x height summed over the request's images")
+    image_tokens: Optional[int] = Field(
+        None, description="with images: usage.prompt_tokens minus the text's token count (the "
+        "images' tokens, plus any chat-template tokens the text count lacks); None when unknown")
+    tokens_per_chunk: Optional[float] = Field(
+        None, description="streamed: output_tokens / content_chunks, when output_tokens is the "
+        "engine's or a tokenizer's count (several tokens per chunk: speculative decoding, stream "
+        "intervals)")
 
 
 class Distribution(_Model):
@@ -103,6 +114,13 @@ class LatencyMetrics(_Model):
                                   description="time to first answer token (ms)")
     reasoning_tokens: Distribution = Field(default_factory=Distribution,
                                            description="reasoning tokens per completed request")
+    # Images and speculative decoding, per completed request (docs/metrics.md).
+    request_bytes: Distribution = Field(default_factory=Distribution, description="request body bytes")
+    images: Distribution = Field(default_factory=Distribution, description="images per request")
+    image_tokens: Distribution = Field(default_factory=Distribution,
+                                       description="prompt tokens beyond the text (requests with images)")
+    tokens_per_chunk: Distribution = Field(default_factory=Distribution,
+                                           description="output tokens per content chunk")
 
 
 class Throughput(_Model):
