@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import struct
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 #: MIME types the header reader understands, by file extension.
 IMAGE_TYPES: dict[str, str] = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                                ".gif": "image/gif"}
+_DATA_HEAD = re.compile(r"^data:[A-Za-z0-9.+/-]+;base64$")
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: JPEG start-of-frame markers (baseline, progressive, lossless, ...): they carry the size.
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
@@ -76,16 +78,27 @@ def _jpeg_dimensions(data: bytes) -> Optional[tuple[int, int]]:
     return None
 
 
+def image_parts_json(images: "tuple[ImagePart, ...]") -> bytes:
+    """The JSON of a chat message's ``image_url`` parts, comma-separated, without an encoder:
+    a data URL checked by :func:`decode_data_url` or made by :func:`data_url` holds only
+    characters JSON takes as they are."""
+    return b",".join(b'{"type":"image_url","image_url":{"url":"' + im.url.encode("ascii") + b'"}}'
+                     for im in images)
+
+
 def data_url(data: bytes, mime: str) -> str:
     """``data:<mime>;base64,<data>``: how an image travels inside a JSON request body."""
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
 
-def decode_data_url(url: str) -> bytes:
-    """The bytes of a base64 ``data:`` URL; :class:`ImageError` for anything else."""
+def decode_data_url(url: str, limit: Optional[int] = None) -> bytes:
+    """The bytes of a base64 ``data:`` URL (of its first ``limit`` base64 characters, if
+    given); :class:`ImageError` for anything else."""
     head, sep, payload = url.partition(",")
-    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+    if not sep or not _DATA_HEAD.match(head):
         raise ImageError("image_url must be a base64 data URL (data:image/...;base64,...)")
+    if limit is not None:  # a prefix holds the header: decode whole 4-character groups of it
+        payload = payload[:limit - limit % 4]
     try:
         return base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):

@@ -340,7 +340,10 @@ def summarize(
         token_count_source=max(sources, key=_TOKEN_SOURCE_RANK.__getitem__),
         reasoning_token_source=max(split_sources, key=_TOKEN_SOURCE_RANK.__getitem__)
         if split_sources else None,
-        client=judge_loop_lag(client, metrics.ttft_ms.p50, metrics.itl_ms.p50),
+        # a late read stretches the gap between chunks: with several tokens per chunk
+        # (speculative decoding) that gap is ITL x tokens per chunk, not ITL
+        client=judge_loop_lag(client, metrics.ttft_ms.p50, None if metrics.itl_ms.p50 is None
+                              else metrics.itl_ms.p50 * (metrics.tokens_per_chunk.mean or 1.0)),
         server_metrics=server_metrics or {},
         requests=records,
     )

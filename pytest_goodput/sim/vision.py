@@ -16,6 +16,8 @@ from pytest_goodput.measure.images import ImageError, decode_data_url, image_dim
 
 #: Pixels per image token along each side (a 14-pixel patch, merged 2x2).
 PATCH = 28
+#: Base64 characters decoded first to find an image's size (its header).
+HEAD_CHARS = 4096
 
 
 def tokens_for_image(width: int, height: int) -> int:
@@ -38,10 +40,14 @@ def image_tokens(body: dict[str, Any]) -> int:
             url = ref.get("url") if isinstance(ref, dict) else ref
             if not isinstance(url, str):
                 raise ValueError("image_url part has no url")
-            try:
-                total += tokens_for_image(*image_dimensions(decode_data_url(url)))
+            try:  # PNG and GIF sizes are in the first bytes; a JPEG's may be further in
+                try:
+                    size = image_dimensions(decode_data_url(url, HEAD_CHARS))
+                except ImageError:
+                    size = image_dimensions(decode_data_url(url))
             except ImageError as err:
                 raise ValueError(str(err)) from None
+            total += tokens_for_image(*size)
     return total
 
 
