@@ -261,10 +261,14 @@ def test_docs_image_gate_passes_a_a_and_catches_costlier_images(pytester, image_
     run = json.loads(out.read_text())["tests"][0]["runs"][0]
     assert 1 < run["metrics"]["images"]["mean"] < 2  # one or two images per request
     tokens = {r["image_tokens"] for r in run["requests"]}
-    assert tokens <= {256, 576, 512, 832, 1152} and len(tokens) > 1  # 448² = 256, 672² = 576 tokens
-    assert min(r["request_bytes"] for r in run["requests"]) > 40_000
-    res = pytester.runpytest(f"--goodput-url={base_url}", "--goodput-baseline")
+    # 336x336 = 12 x 12 = 144 tokens, 448x448 = 16 x 16 = 256; two images add up
+    assert tokens <= {144, 256, 288, 400, 512} and len(tokens) > 1
+    assert min(r["request_bytes"] for r in run["requests"]) > 30_000  # one 336x336 PNG, base64
+    res = pytester.runpytest(f"--goodput-url={base_url}", "--goodput-baseline", f"--goodput-json={out}")
     res.assert_outcomes(passed=1)  # A/A: the same engine again
+    aa = json.loads(out.read_text())["tests"][0]["outcome"]
+    assert {c["metric"] for c in aa["comparisons"]} >= {"metrics.ttft_ms.p50", "metrics.e2e_ms.p50"}
+    assert all(c["verdict"] in ("pass", "improved") for c in aa["comparisons"]), aa["comparisons"]
     res = pytester.runpytest(f"--goodput-url={slow_url}", "--goodput-baseline",
                              f"--goodput-json={out}")
     res.assert_outcomes(failed=1)
