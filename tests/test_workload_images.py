@@ -244,6 +244,12 @@ def _docs_example(section: str) -> str:
     return body.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+def test_example_suite_runs_the_docs_image_gate_verbatim():
+    suite = DOCS.parents[1] / "example_suite" / "test_vision.py"
+    assert suite.read_text(encoding="utf-8") == _docs_example("Images")
+    assert (DOCS.parents[1] / "example_suite" / "baselines" / "test_vision" / "test_vision_requests.json").is_file()
+
+
 @pytest.fixture(scope="module")
 def image_sims():
     """A simulator, and one whose image tokens cost three text tokens' prefill (steps twice
