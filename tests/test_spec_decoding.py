@@ -168,3 +168,14 @@ def test_loop_lag_is_judged_against_the_gap_between_chunks():
     result = summarize([r], build_spec({"scenario": "offline", "requests": 1}), client)
     assert result.client.loop_lag_limit_ms == pytest.approx(6.0)
     assert result.client.valid
+
+
+def test_a_step_straddling_the_end_of_the_reasoning_is_two_chunks():
+    enc = ChunkEncoder("r", True, "m", "length")
+    words = [b" a", b" b", b" c", b" d", b" e"]
+    chunks = enc.chunks(words, 0, 0, 5, 5, 2, {1: 4})  # reasoning tokens 0-1; a step made 1-3
+    kinds = [(d := json.loads(c[6:])["choices"][0]["delta"]) and
+             (("reasoning", d["reasoning_content"]) if "reasoning_content" in d else ("answer", d["content"]))
+             for c in chunks]
+    assert kinds == [("reasoning", " a"), ("reasoning", " b"), ("answer", " c d"), ("answer", " e")]
+    assert json.loads(chunks[-1][6:])["choices"][0]["finish_reason"] == "length"

@@ -3,6 +3,7 @@ the simulator's image tokens, and the docs' example gate (baseline, A/A, regress
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import re
@@ -19,6 +20,7 @@ import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401
+from pytest_goodput.cli.run import CLIError, add_spec_flags, spec_args
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.load.client import OpenAIClient
 from pytest_goodput.load.images import file_image, synthetic_images, synthetic_png
@@ -281,3 +283,15 @@ def test_docs_image_gate_passes_a_a_and_catches_costlier_images(pytester, image_
     outcome = json.loads(out.read_text())["tests"][0]["outcome"]
     verdicts = {c["metric"]: c["verdict"] for c in outcome["comparisons"]}
     assert verdicts["metrics.ttft_ms.p50"] == "regressed", verdicts
+
+
+def test_cli_image_flags_take_one_value_or_a_list():
+    parser = argparse.ArgumentParser()
+    add_spec_flags(parser)
+    one = spec_args(parser.parse_args(["--images-per-request", "2", "--image-size", "448x448"]))
+    assert (one["images_per_request"], one["image_size"]) == (2, "448x448")
+    many = spec_args(parser.parse_args(["--images-per-request", "0,1,2", "--image-size", "28x28,56x28"]))
+    assert (many["images_per_request"], many["image_size"]) == ([0, 1, 2], ["28x28", "56x28"])
+    assert build_spec({"api": "chat", "rate": 1.0, **many}).images_per_request == (0, 1, 2)
+    with pytest.raises(CLIError, match="--images-per-request"):
+        spec_args(parser.parse_args(["--images-per-request", "two"]))
