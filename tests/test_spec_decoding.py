@@ -136,11 +136,11 @@ def test_docs_gate_sees_tokens_per_chunk_and_acceptance(pytester):
     pytester.makepyfile(test_spec=_docs_example())
     report = pytester.path / "report.md"
     out = pytester.path / "out.json"
-    # steps three times the default's: a busy CI machine's client keeps up with the chunks
-    with simulator(spec_tokens=2, spec_accept=0.5, time_scale=3.0) as half:
+    # steps twice the default's: a busy CI machine's client keeps up with the chunks
+    with simulator(spec_tokens=2, spec_accept=0.5, time_scale=2.0) as half:
         pytester.runpytest(f"--goodput-url={half.base_url}", "--goodput-update-baseline",
                            "--goodput-sessions=3").assert_outcomes(passed=1)
-    with simulator(spec_tokens=2, spec_accept=1.0, time_scale=3.0) as full:
+    with simulator(spec_tokens=2, spec_accept=1.0, time_scale=2.0) as full:
         res = pytester.runpytest(f"--goodput-url={full.base_url}", "--goodput-baseline",
                                  f"--goodput-report={report}", f"--goodput-json={out}")
     res.assert_outcomes(passed=1)
