@@ -28,14 +28,13 @@ from pytest_goodput.measure.images import (
     image_dimensions,
     image_part,
 )
+from pytest_goodput.schema.spec import MAX_IMAGE_SIDE as MAX_SIDE
 
 #: ``SeedSequence`` stream keys of image counts, sizes and pixels (apart from the text's).
 COUNT_STREAM, SIZE_STREAM, PIXEL_STREAM = 21, 22, 23
 #: Side of the square blocks of one colour a generated image is made of.
 BLOCK = 4
 _SIZE_RE = re.compile(r"^(\d+)x(\d+)$")
-#: Largest side a generated image may have (pixels).
-MAX_SIDE = 4096
 
 
 def parse_size(text: str) -> tuple[int, int]:
