@@ -343,7 +343,7 @@ def summarize(
         # a late read stretches the gap between chunks: with several tokens per chunk
         # (speculative decoding) that gap is ITL x tokens per chunk, not ITL
         client=judge_loop_lag(client, metrics.ttft_ms.p50, None if metrics.itl_ms.p50 is None
-                              else metrics.itl_ms.p50 * (metrics.tokens_per_chunk.mean or 1.0)),
+                              else metrics.itl_ms.p50 * max(1.0, metrics.tokens_per_chunk.mean or 1.0)),
         server_metrics=server_metrics or {},
         requests=records,
     )
