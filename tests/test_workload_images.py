@@ -40,7 +40,14 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "workloads.md"
 
 
 def _png_rows(png: bytes) -> bytes:
-    """The decompressed scanlines of a PNG with one IDAT chunk."""
+    """The decompressed scanlines of a PNG with one IDAT chunk (zlib checks its Adler-32),
+    after checking every chunk's CRC."""
+    pos = 8
+    while pos < len(png):
+        n = struct.unpack(">I", png[pos:pos + 4])[0]
+        body = png[pos + 4:pos + 8 + n]
+        assert struct.unpack(">I", png[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(body)
+        pos += 12 + n
     n = struct.unpack(">I", png[33:37])[0]
     assert png[37:41] == b"IDAT"
     return zlib.decompress(png[41:41 + n])
@@ -57,6 +64,11 @@ def test_generated_pngs_are_valid_deterministic_unique_and_photo_sized():
     assert rows[1:4] == rows[1 + 3 * 448 + 1:1 + 3 * 448 + 4]  # 4x4 blocks: row 1 repeats row 0
     assert png == synthetic_png(448, 336, seed=7, key=1)
     assert png != synthetic_png(448, 336, seed=7, key=2) != synthetic_png(448, 336, seed=8, key=1)
+    other = _png_rows(synthetic_png(448, 336, seed=7, key=2))
+    line = 1 + 3 * 448  # images of one size differ in their first block row, share the rest
+    assert other[:4 * line] != rows[:4 * line] and other[4 * line:] == rows[4 * line:]
+    for w, h in ((5, 3), (13, 9), (4, 4), (1, 1)):  # shorter than a block row, ragged blocks
+        assert len(_png_rows(synthetic_png(w, h, seed=7, key=1))) == h * (1 + 3 * w)
     # blocks of 4x4 random colours: 3 bytes of entropy per 16 pixels, ~0.2 bytes/pixel
     assert 0.18 < len(png) / (448 * 336) < 0.3
 
