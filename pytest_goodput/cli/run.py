@@ -52,6 +52,8 @@ SPEC_FLAGS = (
     ("--trace", str, "trace file to replay (Mooncake JSONL or CSV; scenario trace)"),
     ("--trace-time-scale", float, "multiply the trace's times (0.5: twice as fast)"),
     ("--trace-start", float, "skip the trace's first seconds"),
+    ("--images-per-request", str, "images per chat request (comma-separated: one drawn per request)"),
+    ("--image-size", str, "WIDTHxHEIGHT of generated images (comma-separated: one drawn per image)"),
     ("--sweep", str, "comma-separated concurrencies (or rates with --sweep-over rate)"),
     ("--sweep-over", str, "concurrency | rate"),
     ("--attainment", float, "target fraction of good requests"),
@@ -104,6 +106,13 @@ def spec_args(ns: argparse.Namespace) -> dict[str, Any]:
                 value = [float(v) for v in value.split(",") if v.strip()]
             except ValueError:
                 raise CLIError(f"--sweep: {value!r} is not a comma-separated list of numbers") from None
+        if name in ("images_per_request", "image_size"):
+            parts = [v.strip() for v in value.split(",") if v.strip()]
+            if name == "images_per_request":
+                if not all(v.isdigit() for v in parts):
+                    raise CLIError(f"--images-per-request: {value!r} is not a count or counts (1 or 0,1,2)")
+                parts = [int(v) for v in parts]
+            value = parts[0] if len(parts) == 1 else parts
         args[FLAG_FIELDS.get(name, name)] = value
     if ns.no_stream:
         args["stream"] = False

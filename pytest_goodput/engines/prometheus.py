@@ -52,6 +52,9 @@ COUNTERS: dict[str, tuple[str, ...]] = {
         "llamacpp:prompt_tokens_cached_total",
     ),
     "prefix_cache_queries": ("vllm:prefix_cache_queries_total",),
+    # speculative decoding: acceptance rate = accepted / draft tokens (docs/metrics.md)
+    "spec_decode_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+    "spec_decode_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),
 }
 """Neutral counter name → engine series, first present wins; compared as after − before."""
 

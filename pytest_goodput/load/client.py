@@ -42,6 +42,7 @@ import httpx
 from pytest_goodput.load.connection import install_protocol, stamp_sent
 from pytest_goodput.load.loop import new_event_loop, run
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.images import image_parts_json
 from pytest_goodput.schema.endpoint import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register
 
@@ -64,6 +65,13 @@ CLOSE_WATCH_S = 0.05
 #: aiohttp's words for a write that failed (3.9-3.14): the request never fully left the client.
 _WRITE_FAILED = ("Can not write request body", "Cannot write to closing transport",
                  "Failed to send bytes into the underlying connection")
+
+
+#: Stands for a request's image parts while its body is encoded: ``json.dumps`` of a
+#: ~300 KB body of base64 took 2.5 ms, at the send deadline; splicing the parts in as
+#: bytes takes a copy (data URLs hold no character JSON must escape: measure/images.py).
+_IMAGES = "__goodput_images__"
+_IMAGES_JSON = b'"__goodput_images__"'
 
 
 def response_byte_limit(max_tokens: int) -> int:
@@ -200,7 +208,10 @@ class OpenAIClient:
             body["prompt"] = plan.prompt
             body["max_tokens"] = plan.max_tokens
         else:
-            body["messages"] = plan.messages or [{"role": "user", "content": plan.prompt}]
+            content: Any = plan.prompt
+            if plan.images:  # a vision-language request: the text, then the images' parts
+                content = [{"type": "text", "text": plan.prompt}, _IMAGES]
+            body["messages"] = plan.messages or [{"role": "user", "content": content}]
             body["max_tokens"] = plan.max_tokens
             body["max_completion_tokens"] = plan.max_tokens
         body["stream"] = self.stream
@@ -210,7 +221,10 @@ class OpenAIClient:
             body["ignore_eos"] = True
             body["min_tokens"] = plan.max_tokens
         body.update(self.extra_body)
-        return json.dumps(body, separators=(",", ":")).encode()
+        data = json.dumps(body, separators=(",", ":")).encode()
+        if plan.images:
+            data = data.replace(_IMAGES_JSON, image_parts_json(plan.images), 1)
+        return data
 
     async def send(self, plan: RequestPlan) -> RawExchange:
         """Send one request and return its raw exchange. Never raises for a failed request.
@@ -221,7 +235,7 @@ class OpenAIClient:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         session = self._session if self.reuses_connections else self._fresh
         data = self.build_body(plan)
-        ex = RawExchange(plan, None, None, None, [], None, None)
+        ex = RawExchange(plan, None, None, None, [], None, None, request_bytes=len(data))
         while True:
             try:
                 await self._exchange(session, data, ex)

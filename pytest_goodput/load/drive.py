@@ -99,7 +99,8 @@ class Supply:
 
     def plan(self, i: int, scheduled_at: float, warmup: bool) -> RequestPlan:
         item = self[i]
-        return RequestPlan(i, item.prompt, item.prompt_tokens, item.max_tokens, scheduled_at, warmup)
+        return RequestPlan(i, item.prompt, item.prompt_tokens, item.max_tokens, scheduled_at, warmup,
+                           images=item.images)
 
 
 class HealthSource(Protocol):

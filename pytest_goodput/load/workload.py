@@ -6,7 +6,8 @@ embedded simulator counts one word as exactly one token). Every prompt starts wi
 index spelled in words, so no two prompts of a run share a long prefix and a prefix cache
 cannot make one request look cheaper than it is.
 
-Datasets: JSONL (one ``{"prompt", "output_len"|"max_tokens", "prompt_len"?}`` per line) and
+Datasets: JSONL (one ``{"prompt", "output_len"|"max_tokens", "prompt_len"?, "images"?}`` per
+line; ``images`` lists image files, relative to the dataset's folder, or data URLs) and
 ShareGPT JSON (first human turn = prompt, first gpt turn's word count = output length),
 sampled by seeded shuffles that cycle when more requests than entries are asked for.
 """
@@ -21,6 +22,8 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from pytest_goodput.load.images import file_image, synthetic_images
+from pytest_goodput.measure.images import ImageError, ImagePart
 from pytest_goodput.schema.spec import ScenarioSpec
 
 WORDS: tuple[str, ...] = (
@@ -50,6 +53,7 @@ class WorkItem(NamedTuple):
     prompt: str
     prompt_tokens: Optional[int]
     max_tokens: int
+    images: tuple[ImagePart, ...] = ()  # chat: image_url parts after the text
 
 
 def _rng(seed: int, stream: int) -> np.random.Generator:
@@ -159,6 +163,7 @@ class DatasetEntry:
     prompt: str
     output_len: int
     prompt_len: Optional[int] = None
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,10 +211,22 @@ def parse_jsonl(text: str, path: str = "<jsonl>") -> Dataset:
         plen = obj.get("prompt_len")
         if plen is not None and not _positive_int(plen):
             raise WorkloadError(f"{where}: 'prompt_len' must be an integer >= 1")
-        entries.append(DatasetEntry(prompt, out, plen))
+        entries.append(DatasetEntry(prompt, out, plen, _entry_images(obj.get("images"), where, path)))
     if not entries:
         raise WorkloadError(f"dataset file {path!r} has no entries")
     return Dataset(path, tuple(entries))
+
+
+def _entry_images(value: Any, where: str, path: str) -> tuple[ImagePart, ...]:
+    """A JSONL entry's ``images``: files (relative to the dataset's folder) or data URLs."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise WorkloadError(f"{where}: 'images' must be a list of image file paths or data URLs")
+    try:
+        return tuple(file_image(v, os.path.dirname(path)) for v in value)
+    except ImageError as exc:
+        raise WorkloadError(f"{where}: {exc}") from None
 
 
 def _turn_text(turn: Any, role: str) -> Optional[str]:
@@ -278,7 +295,9 @@ def _dataset_items(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Optional
         ptok = e.prompt_len
         if ptok is None and tokenizer is not None:
             ptok = count_tokens(tokenizer, e.prompt)
-        items.append(WorkItem(e.prompt, ptok, int(min(max(e.output_len, spec.min_len), hi))))
+        items.append(WorkItem(e.prompt, ptok, int(min(max(e.output_len, spec.min_len), hi)), e.images))
+    if spec.api != "chat" and any(item.images for item in items):
+        raise WorkloadError(f"dataset file {ds.path!r} has images: they need api='chat'")
     return items
 
 
@@ -293,6 +312,11 @@ def build_workload(
     """
     if n <= 0:
         return []
+    if spec.images_per_request != 0:  # generated images follow each request's own (if any)
+        text = build_workload(spec.model_copy(update={"images_per_request": 0}), n, tokenizer,
+                              dataset=dataset, salt=salt)
+        more = synthetic_images(spec.images_per_request, spec.image_size, n, spec.seed)
+        return [item._replace(images=item.images + m) for item, m in zip(text, more)]
     if spec.workload != "synthetic":
         return _dataset_items(spec, n, tokenizer, dataset)
     common = dict(range_ratio=spec.range_ratio, cv=spec.length_cv, min_len=spec.min_len, max_len=spec.max_len)

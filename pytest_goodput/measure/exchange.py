@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pytest_goodput.measure.images import ImagePart
+
 
 @dataclass(slots=True)
 class RequestPlan:
@@ -23,6 +25,8 @@ class RequestPlan:
     messages: list[dict[str, str]] | None = None
     conversation: int | None = None
     turn: int | None = None
+    # chat: image_url parts sent after the text (docs/workloads.md, "Images")
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(slots=True)
@@ -39,3 +43,4 @@ class RawExchange:
     error_kind: str | None = None
     error_detail: str | None = None
     retries: int = 0  # resends on a fresh connection after a write that never completed
+    request_bytes: int | None = None  # size of the JSON request body sent

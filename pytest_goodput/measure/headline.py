@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Optional
 
 from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.registry import KEY_METRICS, REASONING_KEY_METRICS
+from pytest_goodput.schema.registry import (
+    CHUNK_KEY_METRICS,
+    IMAGE_KEY_METRICS,
+    KEY_METRICS,
+    REASONING_KEY_METRICS,
+)
 from pytest_goodput.schema.results import RunResult
 
 
@@ -25,6 +30,10 @@ def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
     paths = KEY_METRICS
     if (result.metrics.reasoning_tokens.mean or 0.0) > 0:
         paths += REASONING_KEY_METRICS
+    if (result.metrics.images.mean or 0.0) > 0:  # and the images' numbers, when there were any
+        paths += IMAGE_KEY_METRICS
+    if (result.metrics.tokens_per_chunk.mean or 0.0) > 1:  # and several tokens per chunk
+        paths += CHUNK_KEY_METRICS
     values = {p: lookup(result, p) for p in paths}
     return {p: v for p, v in values.items() if v is not None}
 

@@ -326,6 +326,10 @@ def summarize(
         ttft_ms_by_turn={t: distribution(v) for t, v in by_turn(ok).items()},
         reasoning_tpot_ms=distribution(r.reasoning_tpot_ms for r in ok),
         answer_tpot_ms=distribution(r.answer_tpot_ms for r in ok),
+        request_bytes=distribution(r.request_bytes for r in ok),
+        images=distribution(float(r.images) for r in ok),
+        image_tokens=distribution(r.image_tokens for r in ok),
+        tokens_per_chunk=distribution(r.tokens_per_chunk for r in ok),
     )
     cached, hit = hit_rate(measured)
     split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}
@@ -348,7 +352,10 @@ def summarize(
         token_count_source=max(sources, key=_TOKEN_SOURCE_RANK.__getitem__),
         reasoning_token_source=max(split_sources, key=_TOKEN_SOURCE_RANK.__getitem__)
         if split_sources else None,
-        client=judge_loop_lag(client, metrics.ttft_ms.p50, metrics.itl_ms.p50),
+        # a late read stretches the gap between chunks: with several tokens per chunk
+        # (speculative decoding) that gap is ITL x tokens per chunk, not ITL
+        client=judge_loop_lag(client, metrics.ttft_ms.p50, None if metrics.itl_ms.p50 is None
+                              else metrics.itl_ms.p50 * max(1.0, metrics.tokens_per_chunk.mean or 1.0)),
         server_metrics=server_metrics or {},
         cached_prompt_tokens=cached,
         prefix_cache_hit_rate=hit,

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from pytest_goodput.measure.images import image_fields
 from pytest_goodput.measure.prefix_cache import cached_prompt_tokens
 from pytest_goodput.measure.reasoning import phase_tpot_ms, split_output
 from pytest_goodput.measure.sse import SSELimitError, SSEParser
@@ -333,9 +334,11 @@ def to_record(
             first_answer_at=first_answer,
         )
     prompt = (parsed.usage or {}).get("prompt_tokens")
-    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
+    reported = isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0
+    if reported:
         rec["prompt_tokens"] = prompt
     rec["cached_tokens"] = cached_prompt_tokens(parsed.usage, rec["prompt_tokens"])
+    rec.update(image_fields(plan, ex.request_bytes, prompt if reported else None))
 
     kind, detail = ex.error_kind, ex.error_detail
     if kind is None and status is None:
@@ -371,6 +374,7 @@ def to_record(
         tpot_ms=(last - first) * 1000.0 / (n - 1) if stream and n >= 2 and not at_once else None,
         itl_ms=itl_ms(parsed.times, parsed.texts, n, tokenizer) if stream and not at_once else [],
         tokens_at_once=at_once,
+        tokens_per_chunk=n / len(parsed.times) if stream and source != "chunks" else None,
     )
     if stream and split.source is not None:
         rec.update(

@@ -162,6 +162,7 @@ WHY_ROWS: tuple[tuple[str, str, bool], ...] = (
     ("kv_cache_usage_max", "KV-cache usage, max", True),
     ("preemptions", "preemptions per run", False),
     ("prefix_cache_hit_rate", "prefix-cache hit rate", True),
+    ("spec_decode_acceptance_rate", "spec-decode acceptance rate (accepted / draft tokens)", True),
 )
 #: Statuses that get a "why" block.
 WHY_STATUSES = frozenset({"regressed", "inconclusive", "underpowered", "slo-failed"})
@@ -177,10 +178,13 @@ def _why_change(base: Optional[float], cur: Optional[float], fraction: bool) -> 
 
 def why_block(o: TestOutcome) -> str:
     """The engine's own metrics, baseline vs current, beside a failing or doubtful verdict."""
-    if o.status not in WHY_STATUSES or o.scenario == "capacity":
-        return ""  # a capacity search probes other rates than its baseline: no like-for-like view
     server = o.server or {}
     cur, base = server.get("current") or {}, server.get("baseline") or {}
+    # an improvement gets the block too when speculative decoding's acceptance may explain it
+    spec = "spec_decode_acceptance_rate" in cur or "spec_decode_acceptance_rate" in base
+    improved = spec and any(c.verdict == "improved" for c in o.comparisons)
+    if (o.status not in WHY_STATUSES and not improved) or o.scenario == "capacity":
+        return ""  # a capacity search probes other rates than its baseline: no like-for-like view
     head = "**Why — the engine's own `/metrics`, baseline vs current:**"
     if not cur and not base:
         return (f"{head} the engine exported no Prometheus `/metrics` for these runs, so there is no "

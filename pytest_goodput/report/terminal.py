@@ -53,6 +53,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("throughput.output_tokens_per_s", "out tok/s"),
     ("metrics.ttft_ms.p99", "TTFT P99 ms"),
     ("metrics.tpot_ms.p99", "TPOT P99 ms"),
+    ("metrics.tokens_per_chunk.mean", "tok/chunk"),
     ("goodput.attainment", "attain"),
     ("frontier.max_output_tokens_per_s", "frontier max tok/s"),
     ("capacity.requests_per_s", "capacity req/s"),

@@ -27,6 +27,7 @@ PREFIX = "server."
 SUMMARY_KEYS: tuple[str, ...] = (
     "waiting_mean", "waiting_max", "running_mean", "running_max",
     "kv_cache_usage_mean", "kv_cache_usage_max", "preemptions", "prefix_cache_hit_rate",
+    "spec_decode_acceptance_rate",
 )
 
 Scrape = Callable[[], Optional[Mapping[str, float]]]
@@ -121,7 +122,8 @@ def _mean(values: list[float]) -> Optional[float]:
 def server_summary(runs: Sequence[RunResult]) -> dict[str, float]:
     """One measurement's server numbers: gauges' means averaged over runs, their maxima the
     largest; preemptions per run; prefix-cache hit rate = hits / lookups over all runs
-    (lookups: the engine's prefix-cache queries, else its prompt tokens)."""
+    (lookups: the engine's prefix-cache queries, else its prompt tokens); speculative
+    decoding's acceptance rate = accepted / draft tokens over all runs."""
     metrics = [r.server_metrics for r in runs if r.server_metrics]
     out: dict[str, float] = {}
     for key in GAUGES:
@@ -136,6 +138,10 @@ def server_summary(runs: Sequence[RunResult]) -> dict[str, float]:
     lookups = sum(m.get("prefix_cache_queries", m.get("prompt_tokens", 0.0)) for m in hits)
     if hits and lookups > 0:
         out["prefix_cache_hit_rate"] = sum(m["prefix_cache_hits"] for m in hits) / lookups
+    spec = [m for m in metrics if m.get("spec_decode_draft_tokens")]
+    if spec:  # speculative decoding: accepted / draft tokens over all runs
+        out["spec_decode_acceptance_rate"] = (sum(m.get("spec_decode_accepted_tokens", 0.0) for m in spec)
+                                              / sum(m["spec_decode_draft_tokens"] for m in spec))
     return out
 
 

@@ -107,6 +107,19 @@ def _info(path: str, label: str, unit: str, direction: Direction, kind: Kind, *,
 #: Mean reasoning tokens per completed request (``docs/metrics.md``, "Reasoning").
 REASONING_MEAN = "metrics.reasoning_tokens.mean"
 
+#: Per-request means that describe a workload's images and a stream's chunking:
+#: (path, label, unit, which way is good).
+WORKLOAD_SHAPE: tuple[tuple[str, str, str, Direction], ...] = (
+    ("metrics.images.mean", "images/request", "", "lower"),
+    ("metrics.request_bytes.mean", "request bytes", "B", "lower"),
+    ("metrics.image_tokens.mean", "image tokens/request", "tok", "lower"),
+    ("metrics.tokens_per_chunk.mean", "tokens/chunk", "tok", "higher"),
+)
+#: Key metrics of runs with images, and of runs streaming several tokens per chunk.
+IMAGE_KEY_METRICS: tuple[str, ...] = ("metrics.images.mean", "metrics.request_bytes.mean",
+                                      "metrics.image_tokens.mean")
+CHUNK_KEY_METRICS: tuple[str, ...] = ("metrics.tokens_per_chunk.mean",)
+
 #: Metrics with a fixed path, in report order (latencies follow, see :func:`ordered`).
 FIXED: dict[str, MetricInfo] = {
     m.path: m
@@ -133,6 +146,10 @@ FIXED: dict[str, MetricInfo] = {
         # descriptor more than a speed; gateable (fewer is cheaper) and read by the judge's
         # "thinks longer" note.
         _info(REASONING_MEAN, "reasoning tokens/request", "tok", "lower", "mean"),
+        # Images and speculative decoding: what the workload was and how the engine streamed
+        # it; shown and recorded, never compared (docs/metrics.md).
+        *(_info(path, label, unit, direction, "mean", gateable=False, tolerable=False)
+          for path, label, unit, direction in WORKLOAD_SHAPE),
     )
 }
 

@@ -89,6 +89,17 @@ class RequestRecord(_Model):
         None, description="TPOT over the reasoning phase's chunks and tokens (streams with reasoning)")
     answer_tpot_ms: Optional[float] = Field(
         None, description="TPOT over the answer's chunks and tokens; tpot_ms without reasoning")
+    # --- images and speculative decoding (docs/metrics.md, "Images", "Tokens per chunk") ---
+    request_bytes: Optional[int] = Field(None, description="size of the JSON request body sent")
+    images: int = Field(0, description="image_url parts the request carried")
+    image_pixels: int = Field(0, description="width x height summed over the request's images")
+    image_tokens: Optional[int] = Field(
+        None, description="with images: usage.prompt_tokens minus the text's token count (the "
+        "images' tokens, plus any chat-template tokens the text count lacks); None when unknown")
+    tokens_per_chunk: Optional[float] = Field(
+        None, description="streamed: output_tokens / content_chunks, when output_tokens is the "
+        "engine's or a tokenizer's count (several tokens per chunk: speculative decoding, stream "
+        "intervals)")
 
 
 class Distribution(_Model):
@@ -124,6 +135,13 @@ class LatencyMetrics(_Model):
                                             description="TPOT of the reasoning phase (ms)")
     answer_tpot_ms: Distribution = Field(default_factory=Distribution,
                                          description="TPOT of the answer phase (ms)")
+    # Images and speculative decoding, per completed request (docs/metrics.md).
+    request_bytes: Distribution = Field(default_factory=Distribution, description="request body bytes")
+    images: Distribution = Field(default_factory=Distribution, description="images per request")
+    image_tokens: Distribution = Field(default_factory=Distribution,
+                                       description="prompt tokens beyond the text (requests with images)")
+    tokens_per_chunk: Distribution = Field(default_factory=Distribution,
+                                           description="output tokens per content chunk")
 
 
 class Throughput(_Model):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -137,6 +137,11 @@ class ScenarioSpec(BaseModel):
     trace_block_size: int = Field(512, ge=1, description="tokens per hash_ids block (Mooncake: 512)")
     trace_sha256: Optional[str] = Field(None, pattern="^[0-9a-f]{64}$", description="the trace file's "
                                         "content digest: filled in when run; set, it pins the file")
+    # --- images (vision-language chat requests; docs/workloads.md, "Images") -------------
+    images_per_request: Union[int, tuple[int, ...]] = Field(
+        0, description="images per chat request; a list draws one of its values per request")
+    image_size: Union[str, tuple[str, ...]] = Field(
+        "448x448", description="generated images' WIDTHxHEIGHT; a list draws one per image")
 
     # --- SLOs --------------------------------------------------------------------------
     slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive")
@@ -245,6 +250,7 @@ class ScenarioSpec(BaseModel):
                              "or e2e_ms=)")
         if self.workload != "synthetic" and not self.dataset:
             raise ValueError(f"workload {self.workload!r} needs dataset= (a file path)")
+        _check_images(self)
         if self.max_len is not None and self.max_len < self.min_len:
             raise ValueError("max_len must be >= min_len")
         for value in self.tolerances.values():
@@ -341,6 +347,31 @@ class ScenarioSpec(BaseModel):
         upd["warmup_requests"] = round(self.warmup_requests * factor)
         upd["warmup_s"] = self.warmup_s * factor
         return self.model_copy(update=upd)
+
+
+#: Most images one request may carry, and the largest side of a generated one.
+MAX_IMAGES, MAX_IMAGE_SIDE = 32, 4096
+
+
+def _check_images(spec: ScenarioSpec) -> None:
+    """Image counts within [0, MAX_IMAGES], sizes WIDTHxHEIGHT, and images only in chat requests."""
+    counts = spec.images_per_request
+    counts = (counts,) if isinstance(counts, int) else counts
+    if not counts or any(not 0 <= c <= MAX_IMAGES for c in counts):
+        raise ValueError(f"images_per_request must be a count in 0..{MAX_IMAGES} or a non-empty list "
+                         f"of them, got {spec.images_per_request!r}")
+    sizes = (spec.image_size,) if isinstance(spec.image_size, str) else spec.image_size
+    for size in sizes or ("",):
+        w, _, h = size.partition("x")
+        if not (w.isdigit() and h.isdigit() and 1 <= int(w) <= MAX_IMAGE_SIDE
+                and 1 <= int(h) <= MAX_IMAGE_SIDE):
+            raise ValueError(f"image_size must be WIDTHxHEIGHT (sides 1..{MAX_IMAGE_SIDE}, e.g. "
+                             f"'448x448') or a list of them, got {spec.image_size!r}")
+    if not any(counts) and spec.image_size != "448x448":
+        raise ValueError("image_size= applies only with images_per_request= (no images are sent)")
+    if any(counts) and spec.api != "chat":
+        raise ValueError("images_per_request= needs api='chat': images are image_url parts of a "
+                         "chat message")
 
 
 def format_validation_error(err: ValidationError, where: str) -> str:

@@ -35,6 +35,15 @@ def metrics_registry(engine: Any) -> Any:
         ("goodput_sim:stalled_streams", "Streams stalled by stall_prob.", lambda: engine.stalls),
     )
 
+    if engine.profile.spec_tokens:  # vLLM exports these only with a speculative config
+        s = m.spec
+        counters += (
+            ("vllm:spec_decode_num_drafts", "Drafts verified.", lambda: s.drafts_total),
+            ("vllm:spec_decode_num_draft_tokens", "Draft tokens verified.", lambda: s.draft_tokens_total),
+            ("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted.",
+             lambda: s.accepted_tokens_total),
+        )
+
     class _Collector:
         def collect(self) -> Any:
             lbl = [engine.profile.model_name]

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Optional, Sequence
 
 from pytest_goodput.sim.profile import SimProfile
+from pytest_goodput.sim.speculative import Speculator
+from pytest_goodput.sim.vision import image_part
 
 
 class RequestTooLong(ValueError):
@@ -86,6 +88,8 @@ class _Seq:
     preemptions: int = 0
     cached_tokens: int = 0
     prompt_counted: bool = False
+    image_tokens: int = 0  # the prompt's last image_tokens tokens are images (after the text)
+    extra: int = 0  # accepted draft tokens emitted with this step's token
 
 
 def draw_output_length(
@@ -127,6 +131,8 @@ class EngineModel:
         self.prefix_cache_queries_total = 0
         self.prefix_cache_hits_total = 0
         self.steps_total = 0
+        self._c_image = p.prefill_per_token_ms * (p.image_cost - 1.0) * f  # docs/simulator.md
+        self.spec = Speculator(p)
 
     # --- counters ------------------------------------------------------------------------
     @property
@@ -149,14 +155,9 @@ class EngineModel:
 
     # --- requests ------------------------------------------------------------------------
     def add_request(
-        self,
-        req_id: Hashable,
-        prompt_tokens: int,
-        max_tokens: int,
-        arrival_time: float = 0.0,
-        prefix_key: Optional[Hashable] = None,
-        prefix_tokens: Optional[int] = None,
-        block_hashes: Optional[Sequence[Hashable]] = None,
+        self, req_id: Hashable, prompt_tokens: int, max_tokens: int, arrival_time: float = 0.0,
+        prefix_key: Optional[Hashable] = None, prefix_tokens: Optional[int] = None,
+        block_hashes: Optional[Sequence[Hashable]] = None, image_tokens: int = 0,
     ) -> _Seq:
         """Queue a request. Prefix sharing: ``prefix_key`` (+ ``prefix_tokens``, default the
         whole prompt) or explicit per-block ``block_hashes`` (chained, like vLLM's).
@@ -180,7 +181,7 @@ class EngineModel:
             elif prefix_key is not None:
                 shared = prompt_tokens if prefix_tokens is None else min(prefix_tokens, prompt_tokens)
                 hashes = [(prefix_key, i) for i in range(shared // self._bs)]
-        seq = _Seq(req_id, prompt_tokens, max_tokens, hashes)
+        seq = _Seq(req_id, prompt_tokens, max_tokens, hashes, image_tokens=min(image_tokens, prompt_tokens))
         self._seqs[req_id] = seq
         self._waiting.append(seq)
         return seq
@@ -273,7 +274,8 @@ class EngineModel:
             n = seq.prompt_len + seq.generated - seq.computed
             if n > budget:
                 n = budget
-            need = -(-(seq.computed + n) // bs) - seq.blocks - len(seq.cached)
+            accepted, extra = self.spec.draw(n == 1 and seq.generated > 0, seq.target - seq.generated - 1)
+            need = -(-(seq.computed + n + extra) // bs) - seq.blocks - len(seq.cached)
             if need > 0:
                 lost = False
                 while not self._allocate(need):
@@ -286,6 +288,8 @@ class EngineModel:
                 if lost:
                     break
                 seq.blocks += need
+            seq.extra = extra
+            self.spec.count(accepted)
             sched.append((seq, n))
             budget -= n
             i += 1
@@ -314,29 +318,31 @@ class EngineModel:
         return self._finish_step(sched, preempted)
 
     def _finish_step(self, sched: list[tuple[_Seq, int]], preempted: list[Hashable]) -> StepResult:
-        decode_seqs = ctx = prefill = 0
+        decode_seqs = ctx = prefill = vision = 0
         emitted: list[tuple[Hashable, int, bool]] = []
         any_done = False
         for seq, n in sched:
             total = seq.prompt_len + seq.generated
+            extra, seq.extra = seq.extra, 0
             if n == 1 and seq.generated and seq.computed + 1 == total:
                 decode_seqs += 1
                 ctx += total
             else:
                 prefill += n
-            seq.computed += n
-            if seq.computed == total:
+                vision += image_part(seq.computed, n, seq.prompt_len, seq.image_tokens)
+            seq.computed += n + extra
+            if seq.computed == total + extra:
                 if not seq.prompt_counted:
                     seq.prompt_counted = True
                     self.prompt_tokens_total += seq.prompt_len
                 if seq.hashes and seq.generated == 0:
                     self._register_prefix(seq)
-                seq.generated += 1
+                seq.generated += 1 + extra
                 done = seq.generated >= seq.target
-                emitted.append((seq.req_id, 1, done))
+                emitted.append((seq.req_id, 1 + extra, done))
                 if done:
                     any_done = True
-        self.generation_tokens_total += len(emitted)
+        self.generation_tokens_total += sum(e[1] for e in emitted)
         if any_done:
             keep = []
             for seq in self._running:
@@ -347,6 +353,7 @@ class EngineModel:
                     keep.append(seq)
             self._running[:] = keep
         dur = self._c_base + self._c_seq * decode_seqs + self._c_ctx * ctx + self._c_prefill * prefill
+        dur += self._c_prefill * self.profile.spec_tokens * decode_seqs + self._c_image * vision
         if self._sigma:
             s = self._sigma
             dur *= self._rng.lognormvariate(-0.5 * s * s, s)

@@ -155,6 +155,33 @@ class ChunkEncoder:
         return b"".join(part + word for part in self.reasoning_parts) + (
             self.last_post if last else self.post)
 
+    def chunks(self, words: list[bytes], offset: int, start: int, ready: int, total: int,
+               reasoning: int, groups: dict[int, int]) -> list[bytes]:
+        """Chunks of tokens ``[start, ready)`` of ``total`` (token ``t`` is
+        ``words[(offset + t) % len(words)]``; the first ``reasoning`` are reasoning): one per
+        token, except that ``groups`` (first token -> end) puts a step's several tokens
+        (speculative decoding) in one chunk. A group cut by ``ready`` or the end of the
+        reasoning leaves its rest in ``groups``."""
+        out, i, n = [], start, len(words)
+        if not groups:  # one token per chunk: the common case, kept lean
+            for t in range(start, ready):
+                word, last = words[(offset + t) % n], t == total - 1
+                out.append(self.reasoning_chunk(word, last) if t < reasoning else
+                           self.pre + word + (self.last_post if last else self.post))
+            return out
+        while i < ready:
+            stop = groups.pop(i, i + 1)
+            j = min(stop, ready, reasoning if i < reasoning else stop)
+            if j < stop:
+                groups[j] = stop
+            text = b"".join(words[(offset + t) % n] for t in range(i, j))
+            if i < reasoning:  # the reasoning phase comes first
+                out.append(self.reasoning_chunk(text, j == total))
+            else:
+                out.append(self.pre + text + (self.last_post if j == total else self.post))
+            i = j
+        return out
+
     def usage_chunk(self, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0,
                     cached_tokens: Optional[int] = None) -> bytes:
         """The final ``choices: []`` chunk that ``stream_options.include_usage`` asks for."""

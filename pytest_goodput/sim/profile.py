@@ -65,6 +65,16 @@ class SimProfile(BaseModel):
         "reasoning_content",
         description="delta field of reasoning text; both: the same text under both names (vLLM)",
     )
+    # --- images and speculative decoding (docs/simulator.md) -------------------------------
+    image_cost: float = Field(
+        1.0, gt=0, le=100, description="prefill cost of an image token, in text tokens' "
+        "(prefill_per_token_ms x image_cost); raise it to inject a vision-encoder regression")
+    spec_tokens: int = Field(
+        0, ge=0, le=16, description="speculative decoding: draft tokens verified per decode step "
+        "(0: off); each step emits 1 + the accepted ones in one chunk")
+    spec_accept: float = Field(
+        1.0, ge=0, le=1, description="chance each draft token is accepted (the first rejection "
+        "ends the step's accepted run)")
     # --- faults and regressions ----------------------------------------------------------
     slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
     time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")

@@ -29,7 +29,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pytest_goodput.sim import openai
+from pytest_goodput.sim import openai, vision
 from pytest_goodput.sim.metrics import metrics_registry
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
 from pytest_goodput.sim.profile import (SimProfile, SimProfileError, add_profile_arguments,
@@ -60,7 +60,7 @@ class _DropFilter(logging.Filter):
 class _Stream:
     """Tokens the engine has produced for one request, and the wake-up of its writer."""
 
-    __slots__ = ("ready", "finished", "waiter", "intended", "written")
+    __slots__ = ("ready", "finished", "waiter", "intended", "written", "groups")
 
     def __init__(self) -> None:
         self.ready = 0
@@ -68,6 +68,7 @@ class _Stream:
         self.waiter: Optional[asyncio.Future[None]] = None
         self.intended: list[float] = []
         self.written: list[float] = []
+        self.groups: dict[int, int] = {}  # first token -> end of a step's several tokens: one chunk
 
     def wake(self, *_: Any) -> None:
         w = self.waiter
@@ -129,6 +130,8 @@ class SimEngine:
                 st = streams.get(rid)
                 if st is None:
                     continue
+                if n > 1:  # speculative decoding: the step's tokens travel in one chunk
+                    st.groups[st.ready] = st.ready + n
                 st.ready += n
                 if done:
                     st.finished = True
@@ -138,7 +141,7 @@ class SimEngine:
             vnow = deadline
 
     def admit(self, prompt: str, prompt_tokens: int, body: dict[str, Any], default_max: int,
-              chat: bool = False) -> tuple[Optional[tuple[int, str]], dict[str, Any]]:
+              chat: bool = False, image_tokens: int = 0) -> tuple[Optional[tuple[int, str]], dict[str, Any]]:
         """Apply faults and queue the request; returns (error, plan) with error (status, msg).
 
         Chat requests of a reasoning profile generate ``reasoning_tokens`` tokens of reasoning
@@ -171,7 +174,8 @@ class SimEngine:
                 h = hash((h, *words[i * bs:(i + 1) * bs]))
                 hashes.append(h)
         try:
-            seq = self.model.add_request(rid, prompt_tokens, total, block_hashes=hashes)
+            seq = self.model.add_request(rid, prompt_tokens, total, block_hashes=hashes,
+                                         image_tokens=image_tokens)
         except RequestTooLong as err:
             return (400, str(err)), {}
         self.streams[rid] = _Stream()
@@ -233,7 +237,6 @@ class _SSE:
             reasoning, enc = plan["reasoning"], self.enc
             stall_at, drop_at, written = plan["stall_at"], plan["drop_at"], st.written
             trace = e._trace is not None
-            pre, post, last_post = self.enc.pre, self.enc.post, self.enc.last_post
             while True:
                 if disc.done():
                     return
@@ -253,13 +256,7 @@ class _SSE:
                         continue
                 if drop_at is not None and ready > drop_at:
                     ready = drop_at
-                buf = []
-                for i in range(sent, ready):
-                    if i < reasoning:  # the reasoning phase comes first
-                        buf.append(enc.reasoning_chunk(words[(off + i) % _TEXT_LEN], i == total - 1))
-                        continue
-                    end = last_post if i == total - 1 else post
-                    buf.append(pre + words[(off + i) % _TEXT_LEN] + end)
+                buf = enc.chunks(words, off, sent, ready, total, reasoning, st.groups)
                 if buf:
                     if trace:
                         now = _CLOCK()
@@ -287,9 +284,11 @@ def build_app(engine: SimEngine) -> Any:
     async def generate(request: Any, chat: bool) -> Any:
         try:
             body, prompt, n_prompt = openai.parse_request(await request.body(), chat)
+            n_image = vision.image_tokens(body) if chat else 0  # counted in the prompt
         except ValueError as err:
             return _error(400, str(err))
-        err, plan = engine.admit(prompt, n_prompt, body, openai.default_max_tokens(chat), chat)
+        n_prompt += n_image
+        err, plan = engine.admit(prompt, n_prompt, body, openai.default_max_tokens(chat), chat, n_image)
         if err is not None:
             return _error(*err)
         if body.get("stream"):
