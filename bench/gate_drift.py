@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 import numpy as np
-
 from gate_quality import GATED, one_run
+
 from pytest_goodput.judge.verdicts import MetricDef, compare
 from pytest_goodput.run.ab import run_ab
 from pytest_goodput.schema.results import ClientHealth, RunResult, Samples, Window
@@ -91,8 +91,18 @@ class _Record:
     """One request as the judge reads it (``Samples.from_records``): a RequestRecord without
     pydantic's per-instance cost, which would dominate a bench of tens of thousands of runs."""
 
-    __slots__ = ("ok", "warmup", "good", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens",
-                 "prompt_tokens", "ttfo_ms", "reasoning_tokens")
+    __slots__ = (
+        "e2e_ms",
+        "good",
+        "ok",
+        "output_tokens",
+        "prompt_tokens",
+        "reasoning_tokens",
+        "tpot_ms",
+        "ttfo_ms",
+        "ttft_ms",
+        "warmup",
+    )
 
     def __init__(self, ok: bool, good: bool | None, ttft: float | None, tpot: float | None,
                  e2e: float | None, out: int, prompt: int | None) -> None:
@@ -119,7 +129,8 @@ def ab_trial(args: argparse.Namespace, t: int) -> dict[str, Any]:
         job = Job(args, t, 100 + i)
         effect = {"base": 1.0, "head": _effect(args, arm)}
 
-        def runner(_spec: ScenarioSpec, engine: Any) -> RunResult:
+        def runner(_spec: ScenarioSpec, engine: Any, job: Job = job,
+                   effect: dict[str, float] = effect) -> RunResult:
             s = job.run(next(seeds), effect[engine])
             return RunResult.model_construct(
                 spec=_spec, requests=_records(s), window=Window(start=0.0, end=s.window_s,

@@ -38,7 +38,8 @@ import dataclasses
 import math
 import multiprocessing as mp
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -66,7 +66,7 @@ class SpeedSchedule:
         k = int(t // self.dt_s)
         return self.level * math.exp(self._cell(k) - self._s * self._s / 2.0)
 
-    def shifted(self, t0: float) -> "ShiftedSpeed":
+    def shifted(self, t0: float) -> ShiftedSpeed:
         """The schedule seen by a run that starts at job time ``t0`` (its own clock from 0)."""
         return ShiftedSpeed(self, t0)
 
