@@ -40,6 +40,7 @@ DRIFT_ARMS = ("A/A", "goodput -10%", "P99 TTFT +20%")
 DRIFT_METRIC = {"A/A": None, "goodput -10%": "goodput.requests_per_s",
                 "P99 TTFT +20%": "metrics.ttft_ms.p99"}
 MODES = ("stored baseline", "A/B")
+VERDICTS = ("regressed", "inconclusive", "underpowered")
 
 
 class Job:
@@ -187,6 +188,14 @@ def report(args: argparse.Namespace, results: dict[str, list[tuple[float, dict[s
             cpu = math.fsum(c for c, _ in rows) / sum(len(r) for _c, r in rows)
             print(f"{mode:<17}{arm:<15}{_fmt(sum(r['fails'] for r in rs), n):>30}{hit:>30}"
                   f"{rtxt:>26}{np.median([r['engine_s'] for r in rs]):>18.0f}{cpu:>15.2f}")
+    print("verdicts per metric (regressed / inconclusive / underpowered, of the arm's trials):")
+    for mode in MODES:
+        for arm in DRIFT_ARMS:
+            rs = [r[arm]["verdicts"] for _cpu, r in results.get(mode, []) if arm in r]
+            if rs:
+                cells = [f"{m} {'/'.join(str(sum(v.get(m) == x for v in rs)) for x in VERDICTS)}"
+                         for m in GATED]
+                print(f"  {mode:<17}{arm:<15}" + ";  ".join(cells) + f"  (n={len(rs)})")
 
 
 def main(args: argparse.Namespace) -> None:

@@ -144,3 +144,6 @@ def test_bench_drift_command_prints_both_modes(tmp_path: Path) -> None:
             line = next(r for r in rows if " ".join(r).startswith(f"{mode} {arm} "))
             count = line[len(mode.split()) + len(arm.split())]
             assert count.endswith(f"/{n}"), line
+            per_metric = next(r for r in rows if r[:len(mode.split()) + len(arm.split())]
+                              == [*mode.split(), *arm.split()] and r[-1] == f"(n={n})")
+            assert "metrics.ttft_ms.p99" in per_metric
