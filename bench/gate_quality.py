@@ -24,6 +24,11 @@ with SLOs (goodput, P99 TTFT, P99 TPOT) and the error rate, which is always comp
 
     python bench/gate_quality.py                         # defaults: about 6 minutes on 2 cores
     python bench/gate_quality.py --sessions 3 --trials 200
+
+``--drift`` compares the stored-baseline gate with A/B mode on a machine whose speed drifts
+between days and within a job (``bench/gate_drift.py``; ``docs/performance.md``):
+
+    python bench/gate_quality.py --drift --trials 1000 --day-cv 0.05 --wander-cv 0.03
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import dataclasses
 import math
 import multiprocessing as mp
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -66,12 +72,14 @@ def _factor(rng: np.random.Generator, cv: float) -> float:
 
 
 def one_run(args: argparse.Namespace, noise_seed: int, slowdown: float, arm: str,
-            rng: np.random.Generator) -> Samples:
-    """One simulated run of the bench scenario, as the per-request samples a baseline stores."""
+            rng: np.random.Generator, speed: Callable[[float], float] | None = None) -> Samples:
+    """One simulated run of the bench scenario, as the per-request samples a baseline stores;
+    ``speed(t)``: the machine's drift over the run's virtual time (``--drift``)."""
     srng = np.random.default_rng(args.schedule_seed)
     arrivals = np.concatenate(([0.0], np.cumsum(srng.exponential(1.0 / args.rate, args.requests - 1))))
     profile = SimProfile(noise_sigma=args.noise_sigma, seed=noise_seed, slowdown=slowdown)
-    lines = simulate(profile, [SimRequest(i, args.isl, args.osl, float(t)) for i, t in enumerate(arrivals)])
+    lines = simulate(profile, [SimRequest(i, args.isl, args.osl, float(t)) for i, t in enumerate(arrivals)],
+                     speed)
     ttft = np.array([1e3 * x.ttft for x in lines])
     tpot = np.array([1e3 * x.tpot for x in lines])
     e2e = np.array([1e3 * x.e2e for x in lines])
@@ -192,7 +200,29 @@ def main() -> None:
     p.add_argument("--schedule-seed", type=int, default=0)
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--workers", type=int, default=2)
+    d = p.add_argument_group("machine drift: stored baseline against A/B mode (bench/gate_drift.py)")
+    d.add_argument("--drift", action="store_true", help="run the drift comparison instead")
+    d.add_argument("--day-cv", type=float, default=0.05, help="CV of the machine's level per day")
+    d.add_argument("--wander-cv", type=float, default=0.03, help="CV of the wander within a job")
+    d.add_argument("--tau", type=float, default=30.0, help="s, correlation time of the wander")
+    d.add_argument("--gap", type=float, default=2.0, help="s of idle machine between two runs")
+    d.add_argument("--drift-sigma", type=float, default=0.01, help="step jitter σ under drift")
+    d.add_argument("--power-trials", type=int, default=None,
+                   help="trials that also run the effect arms (default: all; the rest A/A only)")
+    d.add_argument("--modes", default="stored baseline,A/B", help="comma-separated: stored baseline, A/B")
+    d.add_argument("--min-rounds", type=int, default=3, help="A/B: rounds before the first look")
+    d.add_argument("--max-rounds", type=int, default=10, help="A/B: the most rounds")
     args = p.parse_args()
+    if args.drift:
+        import gate_drift
+
+        args.noise_sigma = args.drift_sigma
+        args.power_trials = args.trials if args.power_trials is None else args.power_trials
+        print(f"gate quality under drift: {args.requests} requests at {args.rate:g} req/s; stored "
+              f"baseline {args.sessions} sessions x {args.repeats} run(s), checked with one session; "
+              f"A/B {args.min_rounds}-{args.max_rounds} rounds; {args.trials} trials per mode")
+        gate_drift.main(args)
+        return
     if args.prior_scale != 1.0:  # worker processes are forked: they inherit the patch
         original = registry.metric
 

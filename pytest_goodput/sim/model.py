@@ -5,9 +5,8 @@ Shaped after vLLM's V1 scheduler: every step first serves running sequences in o
 ``max_num_seqs``, the per-step token budget and the KV cache allow. A sequence that cannot
 get a KV block preempts the newest running one (recompute: its KV is freed and it goes
 back to the front of the queue). With prefix caching, full prompt blocks already in the
-cache are not prefilled again. The step's duration comes from :class:`SimProfile`.
-
-No sockets, no clocks: the HTTP server and the gate-quality benchmark drive the same model.
+cache are not prefilled again. The step's duration comes from :class:`SimProfile`. No
+sockets, no clocks: the HTTP server and the gate-quality benchmark drive the same model.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import math
 import random
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Optional, Sequence
+from typing import Callable, Hashable, Iterable, Optional, Sequence
 
 from pytest_goodput.sim.profile import SimProfile
 from pytest_goodput.sim.speculative import Speculator
@@ -107,8 +106,9 @@ def draw_output_length(
 class EngineModel:
     """The scheduler and KV cache of one engine replica; call :meth:`step` repeatedly."""
 
-    def __init__(self, profile: SimProfile) -> None:
+    def __init__(self, profile: SimProfile, speed: Optional[Callable[[float], float]] = None) -> None:
         self.profile = profile
+        self._speed = speed  # step-time multiplier at virtual time t (sim/drift.py), or None
         self._bs = profile.block_size
         self._num_blocks = profile.num_blocks
         self._free = self._num_blocks
@@ -262,7 +262,6 @@ class EngineModel:
     # --- the step ------------------------------------------------------------------------
     def step(self, now: float = 0.0) -> StepResult:
         """Schedule one batch, return its duration and the tokens it emits when it ends."""
-        del now  # the model is time-invariant; virtual time lives with the caller
         bs = self._bs
         budget = self.profile.max_num_batched_tokens
         sched: list[tuple[_Seq, int]] = []
@@ -315,9 +314,9 @@ class EngineModel:
                 running.append(seq)
                 sched.append((seq, n))
                 budget -= n
-        return self._finish_step(sched, preempted)
+        return self._finish_step(sched, preempted, now)
 
-    def _finish_step(self, sched: list[tuple[_Seq, int]], preempted: list[Hashable]) -> StepResult:
+    def _finish_step(self, sched: list[tuple[_Seq, int]], preempted: list[Hashable], now: float = 0.0) -> StepResult:
         decode_seqs = ctx = prefill = vision = 0
         emitted: list[tuple[Hashable, int, bool]] = []
         any_done = False
@@ -357,6 +356,8 @@ class EngineModel:
         if self._sigma:
             s = self._sigma
             dur *= self._rng.lognormvariate(-0.5 * s * s, s)
+        if self._speed is not None:
+            dur *= self._speed(now)
         self.steps_total += 1
         return StepResult(dur, emitted, preempted, decode_seqs, prefill)
 
@@ -393,6 +394,7 @@ class EngineModel:
         return [lines[r.req_id] for r in reqs]
 
 
-def simulate(profile: SimProfile, requests: Iterable[SimRequest]) -> list[Timeline]:
-    """Convenience: a fresh :class:`EngineModel` run over ``requests`` in virtual time."""
-    return EngineModel(profile).simulate(requests)
+def simulate(profile: SimProfile, requests: Iterable[SimRequest], speed: Optional[Callable[[float], float]] = None) -> list[Timeline]:
+    """Convenience: a fresh :class:`EngineModel` run over ``requests`` in virtual time;
+    ``speed(t)`` multiplies the step starting at t (machine drift, sim/drift.py)."""
+    return EngineModel(profile, speed).simulate(requests)
