@@ -16,7 +16,7 @@ from pytest_goodput.schema import registry
 from pytest_goodput.schema.results import ClientHealth, RequestRecord, Samples
 from pytest_goodput.schema.spec import SpecError, build_spec
 from pytest_goodput.sim import openai
-from tests.test_reasoning import THINKING, delta, record, usage
+from test_reasoning import THINKING, delta, record, usage  # tests/ is on the path (rootdir conftest)
 
 
 def test_phase_tpot_of_reasoning_then_answer():
