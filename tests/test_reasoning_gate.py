@@ -42,7 +42,7 @@ def test_the_documented_example_sets_what_it_says():
 
 
 def test_documented_ttfo_gate_passes_aa_and_catches_regressions(pytester):
-    pytester.makepyfile(test_reasoning=doc_example())
+    pytester.makepyfile(test_docs_reasoning_gate=doc_example())
     with simulator(reasoning_tokens=REASONING, time_scale=SCALE) as sim:
         url = f"--goodput-url={sim.base_url}"
         pytester.runpytest(url, "--goodput-update-baseline", "--goodput-sessions=2"

@@ -133,7 +133,7 @@ def _docs_example() -> str:
 def test_docs_gate_sees_tokens_per_chunk_and_acceptance(pytester):
     """The docs' example on a simulator accepting half its drafts, then all of them: TPOT
     improves, 64 tokens come as 1 + 21 chunks of 3 (k = 2), and the report says why."""
-    pytester.makepyfile(test_spec=_docs_example())
+    pytester.makepyfile(test_docs_spec_gate=_docs_example())
     report = pytester.path / "report.md"
     out = pytester.path / "out.json"
     # steps twice the default's: a busy CI machine's client keeps up with the chunks
