@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from pytest_goodput.load.jsonl import jsonl_objects
 from pytest_goodput.schema.spec import ScenarioSpec, SpecError
 
 class TraceError(SpecError):
@@ -82,16 +82,7 @@ def _number(text: str, where: str, name: str) -> float:
 
 
 def _jsonl_rows(lines: Iterator[tuple[int, str]], path: str) -> Iterator[tuple[str, float, int, int, Any]]:
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise TraceError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    for where, obj in jsonl_objects(lines, path, TraceError):
         for key in ("timestamp", "input_length", "output_length"):
             if key not in obj:
                 raise TraceError(f"{where}: missing {key!r} (a Mooncake trace row has timestamp, "

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from pytest_goodput.load.jsonl import jsonl_objects
 from pytest_goodput.load.images import file_image, synthetic_images
 from pytest_goodput.measure.images import ImageError, ImagePart
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -192,16 +193,7 @@ def _positive_int(value: Any) -> bool:
 def parse_jsonl(text: str, path: str = "<jsonl>") -> Dataset:
     """Parse JSONL text; any bad line is an error naming ``path`` and the line number."""
     entries = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WorkloadError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise WorkloadError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    for where, obj in jsonl_objects(enumerate(text.splitlines(), 1), path, WorkloadError):
         prompt = obj.get("prompt")
         if not isinstance(prompt, str) or not prompt:
             raise WorkloadError(f"{where}: 'prompt' must be a non-empty string")
