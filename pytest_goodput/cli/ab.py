@@ -38,7 +38,8 @@ from pytest_goodput.report.vocabulary import (
 )
 from pytest_goodput.run.ab import ab_metrics, run_ab
 from pytest_goodput.schema.ab import ABResult
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.ab_options import sim_knobs
+from pytest_goodput.schema.spec import SpecError, build_spec
 from pytest_goodput.sim.profile import SimProfileError, profile_from_env_and_args
 from pytest_goodput.store.files import write_atomic
 
@@ -70,14 +71,11 @@ def add_ab_parser(sub: Any) -> None:
 
 def parse_knobs(side: str, text: str) -> dict[str, str]:
     """``slowdown=1.2,noise_sigma=0.01`` → knobs, checked against the simulator's profile."""
-    knobs: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise CLIError(f"--{side}-sim: {part!r} is not knob=value (e.g. slowdown=1.2)")
-        knobs[key.strip().replace("-", "_")] = value.strip()
     try:
+        knobs = sim_knobs(text, f"--{side}-sim")
         profile_from_env_and_args(knobs, env={})
+    except SpecError as exc:
+        raise CLIError(str(exc)) from None
     except SimProfileError as exc:
         raise CLIError(f"--{side}-sim: " + "; ".join(
             line.strip() for line in str(exc).splitlines())) from None

@@ -13,10 +13,13 @@ from pytest_goodput.engines.engine import Engine
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
+from pytest_goodput.run.ab import ab_metrics
+from pytest_goodput.run.ab_gate import ABMeasured, measure_ab
 from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec, build_spec
+from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
 
 
 class GoodputHarness:
@@ -27,6 +30,7 @@ class GoodputHarness:
         marker_args: dict[str, Any],
         engine_getter: Any,
         progress_stream: Optional[TextIO] = None,
+        ab_options: Optional[ABOptions] = None,
     ) -> None:
         self._session = session
         self._nodeid = nodeid
@@ -39,6 +43,9 @@ class GoodputHarness:
         self.remeasured_because: list[str] = []
         self.earlier_sessions: list[Measurement] = []
         self.notes: list[str] = []
+        self._ab_options = ab_options or ABOptions()
+        self.ab: Optional[ABMeasured] = None  # A/B mode: the rounds on base and head
+        self.base_engine: Optional[Engine] = None
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
         args = {**self._marker_args, **overrides}
@@ -62,19 +69,26 @@ class GoodputHarness:
         self.engine = eng
         return m
 
-    def run(self, engine: Optional[Engine] = None, **overrides: Any) -> RunResult:
+    def run(self, engine: Optional[Engine] = None, base: Optional[Engine] = None,
+            **overrides: Any) -> RunResult:
         """Run the gated scenario (marker arguments, overridden by keywords) and return it.
 
         When recording a baseline, the scenario is measured once per session
         (``--goodput-sessions``, relaunching the engine in between when this process started
         it): the spread between sessions is the run-to-run noise later verdicts rest on.
+        With a base engine (``base=``, the marker's ``base_*`` or ``--goodput-base-*``) the
+        test runs in A/B mode instead: rounds on base and head (``engine`` or the session's
+        engine), no stored baseline; the head's last run is returned.
         """
-        if self.measurement is not None:
+        if self.measurement is not None or self.ab is not None:
             raise RuntimeError(
                 "goodput.run() was already called in this test; one gated scenario per test "
                 "(use goodput.measure() for extra, ungated runs)"
             )
         self.spec = self._spec(overrides)
+        options = self._session.ab_options(self._ab_options)
+        if base is not None or options.has_base:
+            return self._run_ab(engine, base, options)
         sessions = self._session.sessions_to_record()
         measured: list[Measurement] = []
         for i in range(sessions):
@@ -83,6 +97,24 @@ class GoodputHarness:
             measured.append(self._valid_measurement(engine))
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
+
+    def _run_ab(self, engine: Optional[Engine], base: Optional[Engine], options: ABOptions) -> RunResult:
+        assert self.spec is not None
+        try:  # a sweep, a capacity search or repeats: refused before any engine starts
+            ab_metrics(self.spec, self._session.settings.tolerance)
+        except ValueError as exc:
+            raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
+        head = engine or self._engine_getter()
+        self.base_engine = base or self._session.base_engine(options)
+        stream, name = self._progress_stream, self._nodeid.rpartition("::")[2]
+        say = (lambda line: stream.write(f"{name}: A/B {line}\n")) if stream is not None else None
+        self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
+                             max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
+                             say=say)
+        self.engine = head
+        last = self.ab.head_runs[-1] if self.ab.head_runs else self.ab.last_head
+        assert last is not None, "an A/B run makes at least one round"
+        return last
 
     def _valid_measurement(self, engine: Optional[Engine]) -> Measurement:
         assert self.spec is not None
@@ -117,4 +149,6 @@ class GoodputHarness:
 
     @property
     def result(self) -> Optional[RunResult]:
+        if self.ab is not None:
+            return self.ab.head_runs[-1] if self.ab.head_runs else self.ab.last_head
         return self.measurement.result if self.measurement else None

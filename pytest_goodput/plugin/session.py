@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import pytest
 
@@ -22,12 +22,16 @@ from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.history import history_step
+from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.history import default_dir as default_history_dir
+
+if TYPE_CHECKING:
+    from pytest_goodput.run.ab_gate import ABMeasured
 
 
 class GoodputSession:
@@ -36,6 +40,7 @@ class GoodputSession:
         self.rootdir = rootdir
         self._engine: Optional[Engine] = None
         self._extra_engines: list[Engine] = []
+        self._base_engines: dict[tuple[str, str], Engine] = {}
         self._cpu_plan: Optional[tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]] = None
         self._placement: Optional[ClientPlacement] = None
         self.outcomes: list[TestOutcome] = []
@@ -90,6 +95,34 @@ class GoodputSession:
         self._extra_engines.append(e)
         return e
 
+    def ab_options(self, marker: ABOptions) -> ABOptions:
+        """The test's A/B options: the marker's base engine, else the session's; the marker's
+        round limits, else the session's."""
+        s = self.settings
+        session = {"base_serve": s.base_serve, "base_url": s.base_url, "base_sim": s.base_sim}
+        base = ({k: getattr(marker, k) for k in session} if marker.has_base else session)
+        return ABOptions(**base,
+                         ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
+                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds)
+
+    def base_engine(self, options: ABOptions) -> Engine:
+        """The base engine these options name, started once per session and shared by tests."""
+        key = next((k, str(getattr(options, k))) for k in ("base_serve", "base_url", "base_sim")
+                   if getattr(options, k) is not None)
+        if key not in self._base_engines:
+            if options.base_url:
+                e = self.start_engine(url=options.base_url)
+            elif options.base_serve:
+                e = self.start_engine(serve=options.base_serve)
+            else:
+                knobs = options.sim_knobs()
+                e = _started(lambda: eng.simulator(self.settings.model, cpus=self._cpus()[0],
+                                                   own_knobs_only=True, **knobs))
+                self._place_client()
+                self._extra_engines.append(e)
+            self._base_engines[key] = e
+        return self._base_engines[key]
+
     def close(self) -> None:
         """Stop the engines, keeping their logs (``kept_logs``) when the session failed or an
         engine died, removing them otherwise."""
@@ -98,6 +131,7 @@ class GoodputSession:
         for e in engines:
             e.close(keep_log=keep)
         self._extra_engines.clear()
+        self._base_engines.clear()
         self._engine = None
         if self._placement is not None:
             self._placement.restore()
@@ -147,8 +181,26 @@ class GoodputSession:
             self.measurements[nodeid] = m
         return gated.outcome
 
+    def judge_ab(self, nodeid: str, location: Optional[tuple[str, int]], measured: "ABMeasured",
+                 base: Engine, head: Engine, notes: Optional[list[str]] = None) -> TestOutcome:
+        """Gate one test's A/B run: the paired verdicts and the head's SLOs; nothing recorded."""
+        from pytest_goodput.run.ab_gate import gate_ab  # the load generator: only when a test measured
+
+        s = self.settings
+        outcome = gate_ab(nodeid, measured, base, head, strict=s.strict, hardware=s.hardware,
+                          cwd=self.rootdir, location=location, notes=tuple(notes or ()))
+        if s.update:
+            outcome.notes.append("A/B test: compared with its base engine, no baseline recorded")
+        self.outcomes.append(outcome)
+        if measured.head_runs:
+            self.measurements[nodeid] = measured.head
+        return outcome
+
     def fails(self, outcome: TestOutcome) -> bool:
-        return fails(outcome, self.policy())
+        policy = self.policy()
+        if outcome.ab is not None and policy.update:  # recording does not excuse an A/B regression
+            policy = Policy(compare=True, strict=policy.strict, tolerance=policy.tolerance)
+        return fails(outcome, policy)
 
     # --- end of session ------------------------------------------------------------------
     def missing_baselines(self) -> Optional[str]:
@@ -158,7 +210,7 @@ class GoodputSession:
         s = self.settings
         if not s.compare or s.update or not self.outcomes:
             return None
-        if any(o.baseline_status != "new" for o in self.outcomes):
+        if any(o.baseline_status != "new" or o.ab is not None for o in self.outcomes):
             return None
         where = self.baseline_dir
         state = "does not exist" if not where.exists() else "holds no baseline of these tests"

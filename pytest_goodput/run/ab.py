@@ -32,6 +32,8 @@ from pytest_goodput.schema.spec import ScenarioSpec
 SayFn = Callable[[str], None]
 #: How one run is made (tests may replace it): ``runner(spec, engine)``.
 RunFn = Callable[[ScenarioSpec, Engine], RunResult]
+#: ``on_round(round, {"base": run, "head": run})`` after each round, dropped ones included.
+RoundFn = Callable[[ABRound, dict[str, RunResult]], None]
 
 
 def ab_metrics(spec: ScenarioSpec, tolerance: float | None = None) -> list[MetricDef]:
@@ -52,10 +54,11 @@ def _side(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: 
 def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None = None,
            min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS,
            tolerance: float | None = None, say: SayFn | None = None,
-           run: RunFn = run_once) -> ABResult:
+           run: RunFn = run_once, on_round: RoundFn | None = None) -> ABResult:
     """Rounds of ``spec`` on ``base`` and ``head`` until the judge has the answer.
 
-    ``seed`` draws each round's order (default: the spec's seed).
+    ``seed`` draws each round's order (default: the spec's seed); ``on_round`` sees each
+    round's runs (the pytest gate keeps them for SLOs and reports).
     """
     check_rounds(min_rounds, max_rounds)
     defs = ab_metrics(spec, tolerance)
@@ -80,6 +83,8 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         else:
             b, h = round_values(runs["base"], runs["head"], defs)
             rounds.append(ABRound(index=r, order=order, base=b, head=h, notes=notes))
+        if on_round is not None:
+            on_round(rounds[-1], runs)
         result, stop = analyse(rounds, defs, min_rounds=min_rounds, max_rounds=max_rounds,
                                seed=seed, spec=spec)
         if say is not None and rounds[-1].dropped:
