@@ -75,7 +75,7 @@ def ab_outcome(
         comparisons=list(result.comparisons) if valid else [],
         slos=slo_outcomes(list(head_runs), strict) if head_runs else [],
         baseline_status="compared",
-        client_valid=valid and bool(head_runs),
+        client_valid=valid,
         client_reasons=reasons if not valid else [],
         spec=spec.model_dump(mode="json"),
         baseline_spec=spec.model_dump(mode="json"),
