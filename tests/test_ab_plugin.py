@@ -7,6 +7,7 @@ verdicts, messages and files are asserted, never a timing.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -17,6 +18,7 @@ import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.report.markdown  # noqa: F401
+from pytest_goodput.engines.ports import free_port
 
 pytest_plugins = ["pytester"]
 
@@ -100,6 +102,7 @@ def test_decode():
     (["--goodput-base-sim=default", "--goodput-base-url=http://127.0.0.1:9"], "give one base engine"),
     (["--goodput-base-sim=default", "--goodput-update-baseline"], "records no baseline"),
     (["--goodput-base-sim=default", "--goodput-ab-max-rounds=1"], "ab_max_rounds"),
+    (["--goodput-base-url=http://127.0.0.1:9", "--goodput-ab-exclusive"], "cannot be restarted"),
 ])
 def test_bad_ab_options_are_usage_errors(pytester, args, message):
     write(pytester, f"""
@@ -122,3 +125,20 @@ def test_frontier():
     r = pytester.runpytest("-p", "no:cacheprovider")
     assert r.ret == 1
     r.stdout.fnmatch_lines(["*A/B mode: A/B mode compares single-load scenarios, not 'sweep'*"])
+
+
+def test_a_base_that_cannot_start_beside_the_head_runs_one_engine_at_a_time(pytester):
+    # Both commands bind one fixed port: the base cannot start while the session's engine (the
+    # head) is up, so the gate stops the head and restarts each side before its run.
+    port = free_port()
+    sim = f"{sys.executable} -m pytest_goodput sim --port {port}"
+    write(pytester, f"""
+@pytest.mark.goodput({SMALL}, ab_max_rounds=4)
+def test_decode(goodput):
+    goodput.run()
+""")
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--goodput-serve={sim} --slowdown 1.5",
+                           f"--goodput-base-serve={sim}")
+    out = r.stdout.str()
+    assert r.ret == 1 and "goodput regressed" in out, out
+    assert "one engine at a time: each run started its engine afresh" in out

@@ -60,6 +60,17 @@ class Engine:
         if self._start is None:
             raise RuntimeError(f"an {self.kind} engine was not started here and cannot be relaunched")
         self.close()
+        self.start()
+
+    @property
+    def running(self) -> bool:
+        """False only for an engine of ours that was stopped (``close()``) and not started again."""
+        return self._handle is not None or self._start is None
+
+    def start(self) -> None:
+        """Start a stopped engine of ours afresh (A/B mode with one engine at a time)."""
+        if self._start is None or self._handle is not None:
+            return
         self._handle = self._start()
         self.base_url = self._handle.base_url
         self.log_path = str(self._handle.log_path)

@@ -13,7 +13,7 @@ from pytest_goodput.engines.engine import Engine
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
-from pytest_goodput.run.ab import ab_metrics
+from pytest_goodput.run.ab import ab_metrics, check_exclusive
 from pytest_goodput.run.ab_gate import ABMeasured, measure_ab
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
@@ -105,12 +105,21 @@ class GoodputHarness:
         except ValueError as exc:
             raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
         head = engine or self._engine_getter()
-        self.base_engine = base or self._session.base_engine(options)
+        exclusive = self._session.settings.ab_exclusive
+        if base is not None:
+            self.base_engine = base
+        else:
+            self.base_engine, exclusive = self._session.base_engine(options, head)
+        if exclusive:
+            try:
+                check_exclusive(self.base_engine, head)
+            except ValueError as exc:
+                raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
         stream, name = self._progress_stream, self._nodeid.rpartition("::")[2]
         say = (lambda line: stream.write(f"{name}: A/B {line}\n")) if stream is not None else None
         self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
                              max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
-                             say=say)
+                             say=say, exclusive=exclusive)
         self.engine = head
         last = self.ab.head_runs[-1] if self.ab.head_runs else self.ab.last_head
         assert last is not None, "an A/B run makes at least one round"

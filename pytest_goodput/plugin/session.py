@@ -41,6 +41,7 @@ class GoodputSession:
         self._engine: Optional[Engine] = None
         self._extra_engines: list[Engine] = []
         self._base_engines: dict[tuple[str, str], Engine] = {}
+        self._exclusive: set[tuple[str, str]] = set()  # base engines run one at a time with the head
         self._cpu_plan: Optional[tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]] = None
         self._placement: Optional[ClientPlacement] = None
         self.outcomes: list[TestOutcome] = []
@@ -65,6 +66,8 @@ class GoodputSession:
                 ready_timeout_s=s.ready_timeout, cpus=engine_cpus,
             ))
             self._place_client()
+        elif not self._engine.running:  # stopped by an A/B test that ran one engine at a time
+            self._engine = _started(lambda: _restarted(self._engine))
         return self._engine
 
     def _cpus(self) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
@@ -105,23 +108,39 @@ class GoodputSession:
                          ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
                          ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds)
 
-    def base_engine(self, options: ABOptions) -> Engine:
-        """The base engine these options name, started once per session and shared by tests."""
+    def base_engine(self, options: ABOptions, head: Engine) -> tuple[Engine, bool]:
+        """The base engine these options name (started once per session and shared by tests)
+        and whether it runs one engine at a time with ``head``: asked for
+        (``--goodput-ab-exclusive``), or because it would not start while the head was up."""
         key = next((k, str(getattr(options, k))) for k in ("base_serve", "base_url", "base_sim")
                    if getattr(options, k) is not None)
         if key not in self._base_engines:
+            s = self.settings
+            if s.ab_exclusive and head.can_relaunch:
+                head.close()
             if options.base_url:
-                e = self.start_engine(url=options.base_url)
+                start = lambda: eng.attach(options.base_url or "", s.model, s.api_key_env)  # noqa: E731
             elif options.base_serve:
-                e = self.start_engine(serve=options.base_serve)
+                start = lambda: eng.launch(options.base_serve or "", s.model, s.api_key_env,  # noqa: E731
+                                           ready_timeout_s=s.ready_timeout, cpus=self._cpus()[0])
             else:
                 knobs = options.sim_knobs()
-                e = _started(lambda: eng.simulator(self.settings.model, cpus=self._cpus()[0],
-                                                   own_knobs_only=True, **knobs))
-                self._place_client()
-                self._extra_engines.append(e)
+                start = lambda: eng.simulator(s.model, cpus=self._cpus()[0],  # noqa: E731
+                                              own_knobs_only=True, **knobs)
+            try:
+                e = start()
+            except EngineStartError as exc:
+                if not (head.can_relaunch and head.running):
+                    _started(lambda: _raise(exc))
+                head.close()  # the two do not fit together: one at a time
+                self._exclusive.add(key)
+                e = _started(start)
+            self._place_client()
+            self._extra_engines.append(e)
             self._base_engines[key] = e
-        return self._base_engines[key]
+            if s.ab_exclusive:
+                self._exclusive.add(key)
+        return self._base_engines[key], key in self._exclusive
 
     def close(self) -> None:
         """Stop the engines, keeping their logs (``kept_logs``) when the session failed or an
@@ -232,6 +251,15 @@ class GoodputSession:
             if module in self.collected_modules and nodeid not in self.collected_nodeids:
                 unused.append(path)
         return unused
+
+
+def _raise(exc: Exception) -> Engine:
+    raise exc
+
+
+def _restarted(engine: Engine) -> Engine:
+    engine.start()
+    return engine
 
 
 def _started(start: Callable[[], Engine]) -> Engine:

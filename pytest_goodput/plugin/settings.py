@@ -99,6 +99,8 @@ OPTIONS: tuple[Option, ...] = (
            "or 'default'; GOODPUT_SIM_* variables set only the head's"),
     Option("ab_min_rounds", "A/B mode: rounds before the first look (default 3, at least 2)", "int"),
     Option("ab_max_rounds", "A/B mode: most rounds per test (default 10)", "int"),
+    Option("ab_exclusive", "A/B mode: one engine at a time, each run on a freshly started one "
+           "(the default when the base cannot start while the head is up)", "bool"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -169,6 +171,7 @@ class Settings:
     base_sim: Optional[str] = None
     ab_min_rounds: Optional[int] = None
     ab_max_rounds: Optional[int] = None
+    ab_exclusive: bool = False
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -205,6 +208,9 @@ class Settings:
         if bases and self.update:
             raise OutOfBoundsError(bases[0], "A/B mode compares two engines in one job and records "
                                    "no baseline: drop --goodput-update-baseline or the base engine")
+        if self.ab_exclusive and (self.url or self.base_url):
+            raise OutOfBoundsError("ab_exclusive", "starts and stops both engines: an engine attached "
+                                   "by URL (--goodput-url, --goodput-base-url) cannot be restarted")
         if (self.ab_min_rounds is not None and self.ab_max_rounds is not None
                 and self.ab_max_rounds < self.ab_min_rounds):
             raise OutOfBoundsError("ab_max_rounds", f"Input should be at least ab_min_rounds "

@@ -10,6 +10,8 @@ answer is known.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 
 from pytest_goodput.engines.engine import Engine
@@ -51,16 +53,46 @@ def _side(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: 
     return valid_once(name, notes, lambda: run(spec, engine))
 
 
+def check_exclusive(base: Engine, head: Engine) -> None:
+    """One engine at a time needs two engines this process starts and stops."""
+    attached = [n for n, e in (("base", base), ("head", head)) if not e.can_relaunch]
+    if attached:
+        raise ValueError(f"one engine at a time needs engines started here (a command or the "
+                         f"simulator); the {' and '.join(attached)} engine is attached by URL")
+
+
+def _alone(engine: Engine, other: Engine) -> float:
+    """Stop ``other``, start ``engine`` afresh; the seconds the start took."""
+    other.close()
+    engine.close()
+    t0 = time.monotonic()
+    engine.start()
+    return time.monotonic() - t0
+
+
+def exclusive_note(starts: list[float]) -> str:
+    """What one engine at a time cost: the fresh starts and their seconds."""
+    total = math.fsum(starts)
+    return (f"one engine at a time: each run started its engine afresh ({len(starts)} starts, "
+            f"{total / len(starts):.1f} s each, {total:.0f} s of the job)")
+
+
 def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None = None,
            min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS,
            tolerance: float | None = None, say: SayFn | None = None,
-           run: RunFn = run_once, on_round: RoundFn | None = None) -> ABResult:
+           run: RunFn = run_once, on_round: RoundFn | None = None,
+           exclusive: bool = False) -> ABResult:
     """Rounds of ``spec`` on ``base`` and ``head`` until the judge has the answer.
 
     ``seed`` draws each round's order (default: the spec's seed); ``on_round`` sees each
-    round's runs (the pytest gate keeps them for SLOs and reports).
+    round's runs (the pytest gate keeps them for SLOs and reports). ``exclusive``: only one
+    engine is up at a time, each run on a freshly started one (both sides alike: no side
+    inherits a warm cache), for engines that do not fit on the machine together.
     """
     check_rounds(min_rounds, max_rounds)
+    if exclusive:
+        check_exclusive(base, head)
+    starts: list[float] = []
     defs = ab_metrics(spec, tolerance)
     seed = spec.seed if seed is None else seed
     rounds: list[ABRound] = []
@@ -74,6 +106,8 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         if say is not None:
             say(f"round {r}: {sides[0]}, then {sides[1]}")
         for side in sides:
+            if exclusive:
+                starts.append(_alone(engines[side], engines["head" if side == "base" else "base"]))
             runs[side] = _side(f"round {r} {side}", spec, engines[side], notes, run)
         bad = [s for s in sides if not runs[s].client.valid]
         if bad:
@@ -91,4 +125,6 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             say(f"round {r} dropped: {rounds[-1].dropped}")
         if stop:
             result.notes += [n for x in rounds for n in x.notes]
+            if starts:
+                result.notes.append(exclusive_note(starts))
             return result

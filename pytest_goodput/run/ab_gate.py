@@ -43,7 +43,8 @@ class ABMeasured:
 
 def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
                min_rounds: Optional[int] = None, max_rounds: Optional[int] = None,
-               tolerance: Optional[float] = None, say: Optional[SayFn] = None) -> ABMeasured:
+               tolerance: Optional[float] = None, say: Optional[SayFn] = None,
+               exclusive: bool = False) -> ABMeasured:
     """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
     kept: dict[str, list[RunResult]] = {"base": [], "head": []}
     last: list[RunResult] = []
@@ -57,7 +58,7 @@ def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
     min_r = MIN_ROUNDS if min_rounds is None else min_rounds
     max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
     result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
-                    tolerance=tolerance, say=say, on_round=keep)
+                    tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive)
     return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
                       last_head=last[0] if last else None)
 
