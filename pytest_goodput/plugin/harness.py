@@ -45,6 +45,9 @@ class GoodputHarness:
         workers = self._session.settings.workers
         if workers is not None and "workers" not in args:  # marker > command line
             args["workers"] = workers
+        capture = self._session.settings.capture
+        if capture is not None and "capture" not in args:  # marker > command line
+            args["capture"] = capture
         if self._session.settings.ray is not None and "backend" not in args:
             args["backend"] = "ray"
         spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity

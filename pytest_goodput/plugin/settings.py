@@ -91,8 +91,12 @@ OPTIONS: tuple[Option, ...] = (
            "CPU, the engine the rest)"),
     Option("client_cpus", "CPUs the load generator runs on while the session's engine runs: a "
            "list such as 7, or auto (the last CPU; the engine, when started here, the rest)"),
+    Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "
+           "off (default), auto (when CAP_NET_RAW allows, else read-time stamps, said once), on "
+           "(fail when it cannot capture)"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
+CAPTURE_MODES = ("off", "auto", "on")
 
 
 class SettingsError(ValueError):
@@ -154,6 +158,7 @@ class Settings:
     history_window: int = 20
     engine_cpus: Optional[str] = None
     client_cpus: Optional[str] = None
+    capture: Optional[str] = None
     sources: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -172,6 +177,10 @@ class Settings:
                     parse_cpus(value)
                 except CpuSetError as exc:
                     raise OutOfBoundsError(f.name, str(exc)) from None
+        if self.capture is not None:
+            self.capture = str(self.capture).strip().lower()
+            if self.capture not in CAPTURE_MODES:
+                raise OutOfBoundsError("capture", "allowed: " + ", ".join(CAPTURE_MODES))
         if self.ray is not None:
             from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
 
