@@ -172,3 +172,15 @@ def test_the_filter_program_keeps_only_the_engine_port() -> None:
     for k, (code, jt, jf, _) in enumerate(prog):  # every jump lands inside the program
         if code & 0x07 == 0x05:
             assert k + 1 + max(jt, jf) < len(prog)
+
+
+def test_the_summary_line_says_which_stamps_and_how_many_were_mapped() -> None:
+    from pytest_goodput.report.summary import receive_line
+    from pytest_goodput.schema.results import Distribution, ReceiveTimestamps
+
+    assert receive_line(ReceiveTimestamps(source="read", reason="capture off")) == "read time (capture off)"
+    ts = ReceiveTimestamps(source="capture", responses=2, responses_mapped=1, events=4, events_mapped=3,
+                           packets=9, clock_error_ms=0.0001,
+                           receive_lag_ms=Distribution(count=3, p50=40.0, p99=50.0))
+    assert receive_line(ts) == ("packet capture: 3 / 4 events mapped (75.0%), 1 / 2 responses; receive "
+                                "lag p50 40.00 / p99 50.00 ms; 0 packets dropped; clock error <= 0.0001 ms")
