@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_goodput.load import selfcheck
+from pytest_goodput.load import capture, selfcheck
 from pytest_goodput.load.capture import CaptureError, CaptureFallbackWarning, begin, unavailable
 from pytest_goodput.measure.metrics import judge_loop_lag
 from pytest_goodput.plugin.settings import SettingsError, resolve
@@ -47,13 +47,28 @@ def test_the_capture_setting_from_flag_ini_and_environment() -> None:
         resolve({}, {"capture": "sometimes"}, {})
 
 
-def test_on_fails_clearly_and_auto_falls_back_once_said() -> None:
+def test_on_fails_clearly_and_auto_falls_back_once_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capture, "_SAID", set())
     with pytest.raises(CaptureError, match="capture=on: https:// streams are encrypted"):
         begin("on", "process", "https://example.invalid/v1")
     with pytest.warns(CaptureFallbackWarning, match="read-time stamps used: the Ray workers"):
         cap, why = begin("auto", "ray", "http://127.0.0.1:1/v1")
     assert cap is None and why is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the second run with the same reason: not said again
+        assert begin("auto", "ray", "http://127.0.0.1:1/v1") == (None, why)
     assert begin("off", "process", "http://127.0.0.1:1/v1") == (None, "capture off")
+
+
+def test_on_without_the_permission_is_refused_with_the_remedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_goodput.plugin.settings import capture_refused
+
+    def refused() -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(capture, "open_socket", refused)
+    why = capture_refused()
+    assert why is not None and "CAP_NET_RAW" in why and "setcap cap_net_raw+ep" in why
 
 
 class _BlockedLoop:

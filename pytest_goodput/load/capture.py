@@ -39,7 +39,7 @@ CAP_HINT = ("packet capture needs CAP_NET_RAW: run as root (e.g. a CI runner), o
             "the interpreter with `setcap cap_net_raw+ep $(readlink -f $(which python))`")
 
 
-class CaptureError(RuntimeError):
+class CaptureError(ValueError):
     """Packet capture was asked for (``capture="on"``) and cannot run; the message says why."""
 
 
@@ -135,10 +135,15 @@ class CaptureFallbackWarning(UserWarning):
     """``capture="auto"`` could not capture: read-time stamps were used (said once)."""
 
 
+#: Reasons already said: ``capture="auto"`` says each once per process, not once per run.
+_SAID: set[str] = set()
+
+
 def begin(mode: str, backend: str, base_url: str) -> tuple[Optional[PacketCapture], Optional[str]]:
     """Start a capture for a run as ``mode`` asks: ``(capture, None)`` or ``(None, why not)``.
 
-    ``on`` raises :class:`CaptureError` where ``auto`` warns (once per reason) and falls back.
+    ``on`` raises :class:`CaptureError` where ``auto`` warns (once per reason and process:
+    every run's ``receive_timestamps.reason`` repeats it) and falls back.
     """
     if mode == "off":
         return None, "capture off"
@@ -154,7 +159,10 @@ def begin(mode: str, backend: str, base_url: str) -> tuple[Optional[PacketCaptur
     if why is not None:
         if mode == "on":
             raise CaptureError(f"capture=on: {why}; use capture=auto to fall back to read-time stamps")
-        warnings.warn(CaptureFallbackWarning(f"capture=auto: read-time stamps used: {why}"), stacklevel=2)
+        if why not in _SAID:
+            _SAID.add(why)
+            warnings.warn(CaptureFallbackWarning(f"capture=auto: read-time stamps used: {why}"),
+                          stacklevel=2)
     return cap, why
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, resolve
+from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, capture_refused, resolve
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
@@ -140,6 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-goodput: {exc}") from None
     if settings.engine_cpus or settings.client_cpus:
         _check_cpus(settings)
+    if settings.capture == "on" and (why := capture_refused()):  # a usage error, not N failed tests
+        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('capture')}=on: {why}")
     config.stash[_settings_key] = settings
     config.stash[_collected_key] = _Collected()
     if settings.update:

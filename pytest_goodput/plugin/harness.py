@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Optional, TextIO
 
+import pytest
+
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.load.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec, build_spec
 
@@ -60,6 +64,8 @@ class GoodputHarness:
         bar = Progress(total=None, label=self._nodeid.rpartition("::")[2], stream=self._progress_stream)
         try:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
+        except CaptureError as exc:  # capture=on where this engine cannot be captured
+            pytest.fail(redact(f"pytest-goodput: {exc}"), pytrace=False)
         finally:
             bar.close()
         self.engine = eng

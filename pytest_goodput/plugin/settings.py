@@ -194,6 +194,13 @@ class Settings:
                                    "pin that engine where it is started, or set only client CPUs")
 
 
+def capture_refused() -> Optional[str]:
+    """Why this process may not capture packets (``capture=on`` is then a usage error), or None."""
+    from pytest_goodput.load.capture import unavailable  # only when capture=on is set
+
+    return unavailable("http://127.0.0.1")
+
+
 _CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": _float, "bool": _bool, "int": int}
 
 
