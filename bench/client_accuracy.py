@@ -177,8 +177,9 @@ async def ticker(lags: list[float], period: float = 0.005) -> None:
 
 
 def phase(make: Callable[[], Any], body: Callable[[Any], Any],
-          capture_url: str | None = None) -> tuple[list[RawExchange], float, list[float], Any]:
+          capture_url: str | None = None) -> tuple[list[RawExchange], float, list[float], Any, float]:
     """One phase on a fresh client; under ``capture_url`` its reads retimed to the packets."""
+    t_phase = time.perf_counter()
     cap, why = begin_capture("on" if capture_url else "off", "process", capture_url or "")
 
     async def go() -> tuple[list[RawExchange], float, list[float]]:
@@ -194,7 +195,10 @@ def phase(make: Callable[[], Any], body: Callable[[Any], Any],
             return exs, cpu, lags
 
     exs, cpu, lags = run(go())
-    return exs, cpu, lags, finish_capture(cap, why, exs)
+    stamps = finish_capture(cap, why, exs)
+    # the capture process's own CPU seconds over the phase's wall seconds
+    stamps_cpu = (cap.stats.get("cpu_s", float("nan")) if cap else 0.0) / (time.perf_counter() - t_phase)
+    return exs, cpu, lags, stamps, stamps_cpu
 
 
 def accuracy(exs: list[RawExchange], log: dict[str, Any], cpu: float, loop_lag: list[float]) -> dict[str, float]:
@@ -283,7 +287,7 @@ def main() -> int:
                 ("c64closed", lambda c: closed_loop(c, 64, args.c64_rounds)),
             ):
                 server_log(url, reset=True)
-                exs, cpu, lags, stamps = phase(make, body, url if captured else None)
+                exs, cpu, lags, stamps, capture_cpu = phase(make, body, url if captured else None)
                 res[name][label] = accuracy(exs, server_log(url), cpu, lags)
                 exact = stamps.source == "capture" and stamps.responses_mapped == stamps.responses > 0
                 health = self_check(cpu_utilization=cpu, loop_lags_ms=lags, send_lags_ms=[], open_loop=False,
@@ -295,11 +299,12 @@ def main() -> int:
                           f"{stamps.packets} packets, {stamps.packets_dropped} dropped, "
                           f"clock error {stamps.clock_error_ms:.4f} ms; read - packet P50/P99 "
                           f"{stamps.receive_lag_ms.p50:.2f}/{stamps.receive_lag_ms.p99:.2f} ms, "
-                          f"end {stamps.end_lag_ms.p50:.2f}/{stamps.end_lag_ms.p99:.2f} ms]", flush=True)
+                          f"end {stamps.end_lag_ms.p50:.2f}/{stamps.end_lag_ms.p99:.2f} ms; "
+                          f"capture process CPU {capture_cpu:.3f} core]", flush=True)
                 res[name][label]["valid"] = float(health.valid)
                 res[name][label]["reasons"] = "; ".join(health.reasons)  # type: ignore[assignment]
             server_log(url, reset=True)
-            exs, cpu, lags, _ = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens),
+            exs, cpu, lags, _, _ = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens),
                                       url if captured else None)
             res[name]["poisson"] = {**arrivals(exs, args.rate), "cpu": cpu,
                                     "loop_lag_p50": pct(lags, 50), "loop_lag_p99": pct(lags, 99)}

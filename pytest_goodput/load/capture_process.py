@@ -134,7 +134,8 @@ def main(argv: list[str]) -> int:
                 break
     stats = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
     packets, drops = struct.unpack("II", stats)
-    print(json.dumps({"written": count, "kernel_packets": packets, "dropped": drops}), flush=True)
+    print(json.dumps({"written": count, "kernel_packets": packets, "dropped": drops,
+                      "cpu_s": round(time.process_time(), 4)}), flush=True)
     return 0
 
 
