@@ -289,10 +289,9 @@ def main() -> int:
                 server_log(url, reset=True)
                 exs, cpu, lags, stamps, capture_cpu = phase(make, body, url if captured else None)
                 res[name][label] = accuracy(exs, server_log(url), cpu, lags)
-                exact = stamps.source == "capture" and stamps.responses_mapped == stamps.responses > 0
                 health = self_check(cpu_utilization=cpu, loop_lags_ms=lags, send_lags_ms=[], open_loop=False,
                                     ttft_p50_ms=res[name][label]["ttft_p50"], itl_p50_ms=ITL_MS,
-                                    exact_receive=exact)
+                                    exact_receive=stamps.exact)
                 if captured:
                     print(f"  [{label}: {stamps.events_mapped}/{stamps.events} events, "
                           f"{stamps.responses_mapped}/{stamps.responses} responses mapped, "

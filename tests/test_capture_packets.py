@@ -135,7 +135,7 @@ def test_coalesced_events_get_their_own_packets_times() -> None:
     assert b"".join(d for _, d in ex.reads) == EV1 + EV2
     assert ex.end_at == 1.01
     assert (stamps.source, stamps.responses, stamps.responses_mapped) == ("capture", 1, 1)
-    assert (stamps.events, stamps.events_mapped, stamps.mapped_fraction) == (2, 2, 1.0)
+    assert (stamps.events, stamps.events_mapped, stamps.mapped_fraction, stamps.exact) == (2, 2, 1.0, True)
     assert stamps.receive_lag_ms.count == 2
     assert stamps.receive_lag_ms.p50 == pytest.approx(40.0) and stamps.receive_lag_ms.max == pytest.approx(50.0)
     assert stamps.end_lag_ms.p50 == pytest.approx(40.0)
@@ -145,7 +145,7 @@ def test_an_event_no_packet_carried_keeps_its_read_time_and_is_counted() -> None
     ex = exchange([(1.050, EV1 + EV2)])
     stamps = retime_all([ex], streams(segments(packets(drop_second=True)), SERVER[1]), SAME_CLOCK)
     assert [t for t, _ in ex.reads] == [1.0, 1.05]
-    assert (stamps.events, stamps.events_mapped, stamps.responses_mapped) == (2, 1, 0)
+    assert (stamps.events, stamps.events_mapped, stamps.responses_mapped, stamps.exact) == (2, 1, 0, False)
     no_wire = exchange([(1.050, EV1 + EV2)])
     no_wire.wire = None
     stamps = retime_all([no_wire], {}, SAME_CLOCK)

@@ -22,6 +22,7 @@ import socket
 import struct
 import sys
 import time
+from typing import BinaryIO
 
 from pytest_goodput.measure.packets import RECORD
 
@@ -82,11 +83,11 @@ def _attach_filter(sock: socket.socket, port: int) -> None:
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
 
 
-def _drain(sock: socket.socket, out: "object") -> int:
+def _drain(sock: socket.socket, out: BinaryIO) -> int:
     """Read every packet the kernel holds; write the incoming ones. Returns how many."""
     n = 0
     space = socket.CMSG_SPACE(16)
-    write = out.write  # type: ignore[attr-defined]
+    write = out.write
     while True:
         try:
             data, anc, _flags, addr = sock.recvmsg(SNAP_BYTES, space, socket.MSG_DONTWAIT)

@@ -106,9 +106,7 @@ def run_scenario(
     rate = offered_rate(out.exchanges)
     if rate is not None:
         load["offered_rate"] = rate
-    exact = stamps.source == "capture" and stamps.responses > 0 \
-        and stamps.responses_mapped == stamps.responses
-    result = summarize(records, spec, out.check.health(exact_receive=exact), load=load)
+    result = summarize(records, spec, out.check.health(exact_receive=stamps.exact), load=load)
     fingerprint = prompt_set(spec, (ex.plan for ex in out.exchanges),
                              unsalted_prompts(spec, tokenizer, dataset))
     update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps}

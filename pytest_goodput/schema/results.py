@@ -222,6 +222,11 @@ class ReceiveTimestamps(_Model):
     def mapped_fraction(self) -> Optional[float]:
         return self.events_mapped / self.events if self.events else None
 
+    @property
+    def exact(self) -> bool:
+        """Every response's receive times came from packets: loop lag delayed none of them."""
+        return self.source == "capture" and 0 < self.responses == self.responses_mapped
+
 
 class Window(_Model):
     """The time the run's rates divide by (``docs/metrics.md``, "Per run")."""
