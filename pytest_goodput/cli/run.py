@@ -58,6 +58,7 @@ SPEC_FLAGS = (
     ("--sweep-over", str, "concurrency | rate"),
     ("--attainment", float, "target fraction of good requests"),
     ("--workers", int, "client processes the load is sharded over"),
+    ("--capture", str, "off | auto | on: receive times from a packet capture (docs/capture.md)"),
     ("--repeats", int, "run the scenario this many times"),
     # multi-turn conversations and shared prefixes (docs/workloads.md)
     ("--turns", int, "requests per conversation (chat, concurrency scenario)"),

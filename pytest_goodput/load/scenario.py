@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from pytest_goodput.load.capture import begin as begin_capture
+from pytest_goodput.load.capture import finish as finish_capture
 from pytest_goodput.load.client import OpenAIClient, check_reachable
 from pytest_goodput.load.client import run as run_loop
 from pytest_goodput.load.drive import (
@@ -35,6 +37,7 @@ from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.workload import Dataset, load_dataset
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.retime import think_time_note
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -47,7 +50,7 @@ async def _run_in_process(
     async with OpenAIClient(
         base_url, model, api=spec.api, stream=spec.stream, api_key_env=api_key_env,
         timeout_s=spec.timeout_s, max_connections=pool_size(spec), ignore_eos=spec.ignore_eos,
-        extra_body=reasoning_body(spec),
+        extra_body=reasoning_body(spec), keep_wire=spec.capture != "off",
     ) as client:
         # Connect before the clock starts: a TCP connect inside a timed send is client
         # time, and would show up as send lag or TTFT.
@@ -76,16 +79,24 @@ def run_scenario(
         dataset = load_trace(spec)
     if salt is None:
         salt = int.from_bytes(os.urandom(3), "big")
-    if spec.backend == "ray":  # Ray itself is imported only when a run uses it
-        out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
-                      progress=progress, dataset=dataset, salt=salt)
-    elif effective_workers(spec) > 1:
-        out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+    # started before the first connect: a connection's SYN-ACK gives its sequence numbers
+    capture, why_not = begin_capture(spec.capture, spec.backend, base_url)
+    try:
+        if spec.backend == "ray":  # Ray itself is imported only when a run uses it
+            out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                           progress=progress, dataset=dataset, salt=salt)
-    else:
-        out = run_loop(
-            _run_in_process(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
-        )
+        elif effective_workers(spec) > 1:
+            out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+                              progress=progress, dataset=dataset, salt=salt)
+        else:
+            out = run_loop(
+                _run_in_process(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
+            )
+    except BaseException:
+        if capture is not None:
+            capture.stop()
+        raise
+    stamps = finish_capture(capture, why_not, out.exchanges)
     records = [
         to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
                   min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None)
@@ -95,7 +106,11 @@ def run_scenario(
     rate = offered_rate(out.exchanges)
     if rate is not None:
         load["offered_rate"] = rate
-    result = summarize(records, spec, out.check.health(), load=load)
+    result = summarize(records, spec, out.check.health(exact_receive=stamps.exact), load=load)
     fingerprint = prompt_set(spec, (ex.plan for ex in out.exchanges),
                              unsalted_prompts(spec, tokenizer, dataset))
-    return result.model_copy(update={"prompt_set": fingerprint})
+    update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps}
+    note = think_time_note(stamps) if spec.scenario == "concurrency" else None
+    if note:
+        update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, note]})
+    return result.model_copy(update=update)

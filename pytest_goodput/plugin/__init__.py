@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, resolve
+from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, capture_refused, resolve
 from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream
 
 if TYPE_CHECKING:
@@ -146,6 +146,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_cpus(settings)
     if settings.base_sim is not None:
         _check_base_sim(settings)
+    if settings.capture == "on" and (why := capture_refused()):  # a usage error, not N failed tests
+        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('capture')}=on: {why}")
     config.stash[_settings_key] = settings
     config.stash[_collected_key] = _Collected()
     if settings.update:

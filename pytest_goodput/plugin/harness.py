@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from typing import Any, Optional, TextIO
 
+import pytest
+
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.load.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
-from pytest_goodput.run.ab import ab_metrics, check_exclusive
-from pytest_goodput.run.ab_gate import ABMeasured, measure_ab
+from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
+from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
 
@@ -52,6 +56,9 @@ class GoodputHarness:
         workers = self._session.settings.workers
         if workers is not None and "workers" not in args:  # marker > command line
             args["workers"] = workers
+        capture = self._session.settings.capture
+        if capture is not None and "capture" not in args:  # marker > command line
+            args["capture"] = capture
         if self._session.settings.ray is not None and "backend" not in args:
             args["backend"] = "ray"
         spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
@@ -64,6 +71,8 @@ class GoodputHarness:
         bar = Progress(total=None, label=self._nodeid.rpartition("::")[2], stream=self._progress_stream)
         try:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
+        except CaptureError as exc:  # capture=on where this engine cannot be captured
+            pytest.fail(redact(f"pytest-goodput: {exc}"), pytrace=False)
         finally:
             bar.close()
         self.engine = eng

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 import pytest
 
@@ -19,6 +19,7 @@ from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.affinity import ClientPlacement
+from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.history import history_step
@@ -30,8 +31,6 @@ from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.history import default_dir as default_history_dir
 
-if TYPE_CHECKING:
-    from pytest_goodput.run.ab_gate import ABMeasured
 
 
 class GoodputSession:
@@ -200,11 +199,9 @@ class GoodputSession:
             self.measurements[nodeid] = m
         return gated.outcome
 
-    def judge_ab(self, nodeid: str, location: Optional[tuple[str, int]], measured: "ABMeasured",
+    def judge_ab(self, nodeid: str, location: Optional[tuple[str, int]], measured: ABMeasured,
                  base: Engine, head: Engine, notes: Optional[list[str]] = None) -> TestOutcome:
         """Gate one test's A/B run: the paired verdicts and the head's SLOs; nothing recorded."""
-        from pytest_goodput.run.ab_gate import gate_ab  # the load generator: only when a test measured
-
         s = self.settings
         outcome = gate_ab(nodeid, measured, base, head, strict=s.strict, hardware=s.hardware,
                           cwd=self.rootdir, location=location, notes=tuple(notes or ()))

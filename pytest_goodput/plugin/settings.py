@@ -101,8 +101,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("ab_max_rounds", "A/B mode: most rounds per test (default 10)", "int"),
     Option("ab_exclusive", "A/B mode: one engine at a time, each run on a freshly started one "
            "(the default when the base cannot start while the head is up)", "bool"),
+    Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "
+           "off (default), auto (when CAP_NET_RAW allows, else read-time stamps, said once), on "
+           "(fail when it cannot capture)"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
+CAPTURE_MODES = ("off", "auto", "on")
 
 
 class SettingsError(ValueError):
@@ -172,6 +176,7 @@ class Settings:
     ab_min_rounds: Optional[int] = None
     ab_max_rounds: Optional[int] = None
     ab_exclusive: bool = False
+    capture: Optional[str] = None
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -195,6 +200,10 @@ class Settings:
                     parse_cpus(value)
                 except CpuSetError as exc:
                     raise OutOfBoundsError(f.name, str(exc)) from None
+        if self.capture is not None:
+            self.capture = str(self.capture).strip().lower()
+            if self.capture not in CAPTURE_MODES:
+                raise OutOfBoundsError("capture", "allowed: " + ", ".join(CAPTURE_MODES))
         if self.ray is not None:
             from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
 
@@ -219,6 +228,13 @@ class Settings:
             raise OutOfBoundsError("engine_cpus", "applies to an engine the plugin starts "
                                    "(--goodput-serve or the simulator), not to one attached by URL; "
                                    "pin that engine where it is started, or set only client CPUs")
+
+
+def capture_refused() -> Optional[str]:
+    """Why this process may not capture packets (``capture=on`` is then a usage error), or None."""
+    from pytest_goodput.load.capture import unavailable  # only when capture=on is set
+
+    return unavailable("http://127.0.0.1")
 
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": _float, "bool": _bool, "int": int}

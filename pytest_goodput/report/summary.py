@@ -6,11 +6,23 @@ from typing import Optional
 
 from tabulate import tabulate
 
-from pytest_goodput.schema.results import Distribution, RunResult
+from pytest_goodput.schema.results import Distribution, ReceiveTimestamps, RunResult
 
 
 def _f(v: Optional[float], digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def receive_line(ts: ReceiveTimestamps) -> str:
+    """Which clock stamped the arrivals, and how much of the run the capture mapped."""
+    if ts.source == "read":
+        return f"read time ({ts.reason})" if ts.reason else "read time"
+    frac = ts.mapped_fraction
+    return (f"packet capture: {ts.events_mapped:,} / {ts.events:,} events mapped"
+            + (f" ({frac:.1%})" if frac is not None else "")
+            + f", {ts.responses_mapped} / {ts.responses} responses; receive lag p50 "
+            f"{_f(ts.receive_lag_ms.p50, 2)} / p99 {_f(ts.receive_lag_ms.p99, 2)} ms; "
+            f"{ts.packets_dropped} packets dropped; clock error <= {_f(ts.clock_error_ms, 4)} ms")
 
 
 def render_result(result: RunResult) -> str:
@@ -41,6 +53,9 @@ def render_result(result: RunResult) -> str:
     head.append(["client", ("valid" if c.valid else "INVALID: " + "; ".join(c.reasons))
                  + f" (cpu {c.cpu_utilization:.0%}, send lag p99 {_f(result.send_lag_ms.p99, 2)} ms)"])
     head += [["client note", n] for n in c.notes]  # retries, a failing engine, clock offsets (Ray)
+    ts = result.receive_timestamps
+    if ts is not None:
+        head.append(["receive times", receive_line(ts)])
     out = [tabulate(head, tablefmt="plain")]
 
     def row(name: str, d: Distribution) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.ab import (
@@ -25,6 +26,7 @@ from pytest_goodput.judge.ab import (
 )
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import run_once, valid_once
 from pytest_goodput.schema.ab import ABResult, ABRound
 from pytest_goodput.schema.results import RunResult
@@ -128,3 +130,25 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             if starts:
                 result.notes.append(exclusive_note(starts))
             return result
+
+
+def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
+               min_rounds: Optional[int] = None, max_rounds: Optional[int] = None,
+               tolerance: Optional[float] = None, say: Optional[SayFn] = None,
+               exclusive: bool = False) -> ABMeasured:
+    """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
+    kept: dict[str, list[RunResult]] = {"base": [], "head": []}
+    last: list[RunResult] = []
+
+    def keep(r: ABRound, runs: dict[str, RunResult]) -> None:
+        last[:] = [runs["head"]]
+        if not r.dropped:
+            for side in kept:
+                kept[side].append(runs[side])
+
+    min_r = MIN_ROUNDS if min_rounds is None else min_rounds
+    max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
+    result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
+                    tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive)
+    return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
+                      last_head=last[0] if last else None)

@@ -1,9 +1,9 @@
-"""A/B mode in the pytest gate: rounds on a base and a head engine, then the one judge's outcome.
+"""A/B mode in the pytest gate: the rounds' runs as the one judge's test outcome.
 
-The I/O around ``run.ab.run_ab`` (which runs the rounds) and ``judge.ab_outcome`` (which
-turns them into a test outcome): each side's runs are kept for SLOs and reports, and each
-engine's environment is fingerprinted as a baseline's would be. Nothing is read from or
-written to the baseline store.
+The I/O around ``judge.ab_outcome``: each engine's environment is fingerprinted as a
+baseline's would be, and each side's server metrics summarised. Nothing is read from or
+written to the baseline store. ``run.ab.measure_ab`` makes the rounds; this module does not
+load the load generator, so the pytest session can import it at collection.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.judge.ab import MAX_ROUNDS, MIN_ROUNDS
 from pytest_goodput.judge.ab_outcome import ab_outcome
-from pytest_goodput.run.ab import SayFn, run_ab
 from pytest_goodput.run.server import server_summary
-from pytest_goodput.schema.ab import ABResult, ABRound
+from pytest_goodput.schema.ab import ABResult
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.store.fingerprint import collect
 
 
@@ -39,28 +36,6 @@ class ABMeasured:
         """The head's runs as the test's measurement (the JSON report keeps its records)."""
         assert self.result.spec is not None
         return Measurement(spec=self.result.spec, runs=list(self.head_runs), notes=list(self.result.notes))
-
-
-def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
-               min_rounds: Optional[int] = None, max_rounds: Optional[int] = None,
-               tolerance: Optional[float] = None, say: Optional[SayFn] = None,
-               exclusive: bool = False) -> ABMeasured:
-    """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
-    kept: dict[str, list[RunResult]] = {"base": [], "head": []}
-    last: list[RunResult] = []
-
-    def keep(r: ABRound, runs: dict[str, RunResult]) -> None:
-        last[:] = [runs["head"]]
-        if not r.dropped:
-            for side in kept:
-                kept[side].append(runs[side])
-
-    min_r = MIN_ROUNDS if min_rounds is None else min_rounds
-    max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
-    result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
-                    tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive)
-    return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
-                      last_head=last[0] if last else None)
 
 
 def describe(engine: Engine) -> str:

@@ -89,6 +89,8 @@ class ScenarioSpec(BaseModel):
     backend: Literal["process", "ray"] = Field(
         "process", description="where the workers run: processes of this machine, or Ray actors"
     )
+    capture: Literal["off", "auto", "on"] = Field(
+        "off", description="receive times from a packet capture (docs/capture.md); auto: when permitted")
     # sweep / capacity
     sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
     sweep_over: Literal["concurrency", "rate"] = "concurrency"
@@ -323,7 +325,7 @@ class ScenarioSpec(BaseModel):
         measured. Fields at their default are left out, so a new field added with a default
         never orphans existing baselines.
         """
-        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "max_error_rate",
+        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "capture", "max_error_rate",
                 "interactivity_tolerance", "repeats"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
