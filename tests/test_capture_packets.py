@@ -184,3 +184,21 @@ def test_the_summary_line_says_which_stamps_and_how_many_were_mapped() -> None:
                            receive_lag_ms=Distribution(count=3, p50=40.0, p99=50.0))
     assert receive_line(ts) == ("packet capture: 3 / 4 events mapped (75.0%), 1 / 2 responses; receive "
                                 "lag p50 40.00 / p99 50.00 ms; 0 packets dropped; clock error <= 0.0001 ms")
+
+
+def test_a_tests_receive_note_sums_the_runs_hand_computed():
+    from pytest_goodput.report.summary import receive_note
+    from pytest_goodput.schema.results import ReceiveTimestamps
+
+    class Run:  # only the field the note reads
+        def __init__(self, ts):
+            self.receive_timestamps = ts
+
+    full = ReceiveTimestamps(source="capture", responses=4, responses_mapped=4, events=40, events_mapped=40)
+    part = ReceiveTimestamps(source="capture", responses=4, responses_mapped=3, events=40, events_mapped=35)
+    fallback = ReceiveTimestamps(source="read", reason="no CAP_NET_RAW")
+    assert receive_note([Run(full), Run(part), Run(None)]) == (
+        "receive times: packet capture in 2 of 2 runs, 75 / 80 events mapped; 1 run(s) fully mapped, "
+        "where event-loop lag is not held against the run (docs/capture.md)")
+    assert receive_note([Run(fallback)]) == "receive times: read time (no CAP_NET_RAW)"
+    assert receive_note([Run(None)]) is None

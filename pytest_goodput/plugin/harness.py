@@ -16,6 +16,7 @@ from pytest_goodput.load.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
+from pytest_goodput.report.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
 from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import measure
@@ -130,6 +131,8 @@ class GoodputHarness:
                              max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
                              say=say, exclusive=exclusive)
         self.engine = head
+        note = receive_note([*self.ab.base_runs, *self.ab.head_runs])
+        self.notes += [note] if note else []
         last = self.ab.head_runs[-1] if self.ab.head_runs else self.ab.last_head
         assert last is not None, "an A/B run makes at least one round"
         return last
@@ -150,6 +153,9 @@ class GoodputHarness:
                 self._progress_stream.write(remeasure_line(self._nodeid, reasons) + "\n")
             m = self._measure(self.spec, engine)
             self.notes += m.notes
+        note = receive_note(m.runs)
+        if note and note not in self.notes:  # once per test, not per recorded session
+            self.notes.append(note)
         return m
 
     def _relaunch(self, engine: Optional[Engine], i: int, sessions: int) -> None:
