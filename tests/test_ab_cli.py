@@ -64,7 +64,7 @@ def test_engines_that_cannot_run_together_run_one_at_a_time() -> None:
     (["--head-sim", "warp=2"], "error: --head-sim: unknown simulator knob(s): warp"),
     (["--min-rounds", "1"], "error: --min-rounds: 1 is too few"),
     (["--base-url", "http://127.0.0.1:9", "--base-sim", "slowdown=1"], "exclude each other"),
-    (["--scenario", "sweep", "--sweep", "1,2"], "A/B mode compares single-load scenarios"),
+    (["--scenario", "capacity", "--slo", "ttft_ms=500"], "A/B mode does not compare capacity searches"),
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--exclusive", "--head-url", "http://127.0.0.1:9"], "--exclusive starts and stops both engines"),
 ])

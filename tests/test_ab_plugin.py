@@ -118,16 +118,31 @@ def test_decode():
     assert message in r.stderr.str()
 
 
-def test_a_sweep_cannot_run_in_ab_mode_and_says_why(pytester):
+def test_a_capacity_search_cannot_run_in_ab_mode_and_says_why(pytester):
     write(pytester, """
-@pytest.mark.goodput(scenario="sweep", sweep=[1, 2], sweep_over="concurrency", requests=10, isl=16, osl=8,
-                     base_sim="default")
-def test_frontier():
+@pytest.mark.goodput(scenario="capacity", ttft_ms=500, requests=10, isl=16, osl=8, base_sim="default")
+def test_capacity():
     pass
 """)
     r = pytester.runpytest("-p", "no:cacheprovider")
     assert r.ret == 1
-    r.stdout.fnmatch_lines(["*A/B mode: A/B mode compares single-load scenarios, not 'sweep'*"])
+    r.stdout.fnmatch_lines(["*A/B mode: A/B mode does not compare capacity searches*"])
+
+
+def test_a_sweep_is_judged_point_by_point_and_drawn_as_two_frontiers(pytester, monkeypatch):
+    monkeypatch.setenv("GOODPUT_SIM_SLOWDOWN", "1.5")  # the head's
+    write(pytester, """
+@pytest.mark.goodput(scenario="sweep", sweep=[1, 4], sweep_over="concurrency", requests=30, isl=16,
+                     osl=8, base_sim="default", ab_max_rounds=4)
+def test_frontier(goodput):
+    goodput.run()
+""")
+    r = pytester.runpytest("-p", "no:cacheprovider", "--goodput-report=report.md", *EXACT)
+    out = r.stdout.str()
+    assert r.ret == 1 and "goodput regressed" in out, out
+    assert "regressed: frontier throughput" in out and "compared at equal load" in out
+    report = (pytester.path / "report.md").read_text()
+    assert "| base | head |" in report and "xychart" in report  # both frontiers drawn
 
 
 def test_a_base_that_cannot_start_beside_the_head_runs_one_engine_at_a_time(pytester):

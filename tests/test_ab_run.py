@@ -91,9 +91,31 @@ def test_a_round_limit_counts_dropped_rounds() -> None:
 
 
 @pytest.mark.parametrize("spec,message", [
-    (ScenarioSpec(scenario="sweep", sweep=[1, 2]), "single-load"),
+    (ScenarioSpec(scenario="capacity", ttft_ms=500), "does not compare capacity searches"),
     (ScenarioSpec(scenario="offline", requests=10, repeats=2), "--repeats"),
 ])
-def test_sweeps_and_repeats_are_refused(spec: ScenarioSpec, message: str) -> None:
+def test_capacity_searches_and_repeats_are_refused(spec: ScenarioSpec, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         run_ab(spec, "base", "head", run=Fake({}))  # type: ignore[arg-type]
+
+
+def test_a_sweep_round_runs_every_point_on_both_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Values per point from the fake's throughput: head 20 % slower at every point.
+    from pytest_goodput.judge.ab_sweep import point_key
+
+    def values(spec, base, head, tolerance=None):
+        side = lambda runs: {point_key(load, p): (r.throughput.output_tokens_per_s if p == THR else 0.0)  # noqa: E731
+                             for load, r in zip(spec.sweep, runs) for p in (THR, "error_rate")}
+        return side(base), side(head)
+
+    monkeypatch.setattr(run_ab_module, "sweep_round_values", values)
+    sweep = ScenarioSpec(scenario="sweep", sweep=[1, 4], sweep_over="concurrency", requests=10,
+                         frontier_percentile=99.9, seed=5)  # no gateable TPOT percentile: throughput only
+    fake = Fake({"base": [600.0], "head": [480.0]})
+    result = run_ab(sweep, "base", "head", run=fake, min_rounds=2, max_rounds=4)  # type: ignore[arg-type]
+    assert fake.calls.count("base") == fake.calls.count("head") == 2 * len(result.rounds)
+    assert result.rounds_used == 2 and result.decided
+    assert result.comparisons[0].metric == "frontier_throughput"
+    assert result.comparisons[0].verdict == "regressed"
+    assert result.comparisons[0].change == pytest.approx(-0.20)
+    assert [p["verdict"] for p in result.points] == ["regressed", "regressed"]

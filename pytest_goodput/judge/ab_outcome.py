@@ -15,12 +15,15 @@ from pytest_goodput.judge.evidence import samples_of
 from pytest_goodput.judge.identity import what_changed
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.workload import check_workload
-from pytest_goodput.measure.headline import key_metrics
+from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
+from pytest_goodput.measure.headline import key_metrics, measurement_metrics
 from pytest_goodput.schema.ab import ABResult
 from pytest_goodput.schema.ab_summary import ABSummary
 from pytest_goodput.schema.environment import Fingerprint
+from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def ab_summary(result: ABResult, base: str, head: str) -> ABSummary:
@@ -31,6 +34,24 @@ def ab_summary(result: ABResult, base: str, head: str) -> ABSummary:
         stop_reason=result.stop_reason, looks=result.looks, alpha_per_look=result.alpha_per_look,
         orders=["AB" if r.order == "base-head" else "BA" for r in result.rounds],
     )
+
+
+def _frontiers(spec: ScenarioSpec, result: ABResult,
+               sweeps: tuple[Sequence[RunResult], Sequence[RunResult]]
+               ) -> tuple[dict, dict[str, Optional[float]], dict[str, Optional[float]]]:
+    """A sweep's frontiers as reports draw them (the last judged round of each side), with
+    the equal-load comparisons the rounds judged, and each side's headline numbers."""
+    sides = []
+    for runs in sweeps:
+        points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
+        sides.append(([p.model_dump(mode="json") for p in points],
+                      [p.model_dump(mode="json") for p in pareto_frontier(points)]))
+    (_, base_front), (head_points, head_front) = sides
+    frontier = {"points": head_points, "current": head_front, "baseline": base_front,
+                "comparison": {"by_load": list(result.points)}}
+    key = [measurement_metrics(Measurement(spec=spec, runs=list(runs), kind="sweep", frontier={"current": f}))
+           for runs, (_, f) in zip(sweeps, sides)]
+    return frontier, key[1], key[0]
 
 
 def ab_outcome(
@@ -45,11 +66,13 @@ def ab_outcome(
     head_env: Optional[Fingerprint] = None,
     strict: bool = False,
     location: Optional[tuple[str, int]] = None,
+    sweeps: tuple[Sequence[RunResult], Sequence[RunResult]] = ((), ()),
 ) -> TestOutcome:
     """The test's outcome from an A/B result and the runs behind it.
 
     Too few kept rounds make the test *invalid* (the client set the pace of too many runs to
-    judge anything), with each dropped round's reason.
+    judge anything), with each dropped round's reason. ``sweeps``: a sweep's last judged
+    round, base and head, each point's run: the frontiers reports draw.
     """
     spec = result.spec
     assert spec is not None, "an A/B result carries the spec it ran"
@@ -68,19 +91,24 @@ def ab_outcome(
                                 if base_runs and head_runs else (None, None))
     if prompts_differ:  # same spec and seed on both sides: only a tokenizer can make this differ
         notes.append(prompts_differ)
+    frontier, key, base_key = None, key_metrics(head_runs[-1]) if head_runs else {}, (
+        key_metrics(base_runs[-1]) if base_runs else None)
+    if spec.sweep and sweeps[1]:
+        frontier, key, base_key = _frontiers(spec, result, sweeps)
     return TestOutcome(
         nodeid=nodeid,
         location=location,
         scenario=spec.scenario,
         comparisons=list(result.comparisons) if valid else [],
-        slos=slo_outcomes(list(head_runs), strict) if head_runs else [],
+        slos=slo_outcomes(list(head_runs), strict) if head_runs and not spec.sweep else [],
         baseline_status="compared",
         client_valid=valid,
         client_reasons=reasons if not valid else [],
         spec=spec.model_dump(mode="json"),
         baseline_spec=spec.model_dump(mode="json"),
-        key_metrics=key_metrics(head_runs[-1]) if head_runs else {},
-        baseline_key_metrics=key_metrics(base_runs[-1]) if base_runs else None,
+        key_metrics=key,
+        baseline_key_metrics=base_key,
+        frontier=frontier,
         current_env=head_env.flat() if head_env is not None else {},
         baseline_env=base_env.flat() if base_env is not None else None,
         what_changed=what_changed(base_env, head_env) if base_env and head_env else {},

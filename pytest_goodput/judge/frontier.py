@@ -139,6 +139,25 @@ def _worst(a: MetricComparison, b: Optional[MetricComparison]) -> MetricComparis
     return b if _SEVERITY.get(b.verdict, 0) > _SEVERITY.get(a.verdict, 0) else a
 
 
+def worst_of(comparisons: Sequence[MetricComparison]) -> MetricComparison:
+    """The comparison with the most severe verdict (the first of equals)."""
+    worst = comparisons[0]
+    for c in comparisons[1:]:
+        worst = _worst(worst, c)
+    return worst
+
+
+#: A sweep point's throughput, compared at equal load.
+FRONTIER_THROUGHPUT = "throughput.output_tokens_per_s"
+
+
+def frontier_tpot(percentile: float) -> Optional[str]:
+    """The TPOT percentile a sweep point is compared on (its interactivity), when gateable."""
+    stat = f"p{int(percentile)}" if float(percentile).is_integer() else None
+    path = f"metrics.tpot_ms.{stat}"
+    return path if stat is not None and registry.is_gateable(path) else None
+
+
 def compare_by_load(
     loads: Sequence[float],
     baseline_sessions: Sequence[Sequence[Samples]],
@@ -154,26 +173,31 @@ def compare_by_load(
     prediction interval as every scalar metric, from the baseline's sessions. Unlike the
     step lookup, nothing jumps when a point's interactivity moves a little.
     """
-    stat = f"p{int(percentile)}" if float(percentile).is_integer() else None
+    tpot_path = frontier_tpot(percentile)
     out = []
     for i, load in enumerate(loads):
         base = [[s[i]] for s in baseline_sessions if len(s) > i]
         if not base or i >= len(current):
             continue
-        thr = compare_metric(MetricDef.of("throughput.output_tokens_per_s", tolerance), base,
+        thr = compare_metric(MetricDef.of(FRONTIER_THROUGHPUT, tolerance), base,
                              [current[i]], seed=seed + i, paired=True)
         tpot = None
-        if stat is not None and registry.is_gateable(f"metrics.tpot_ms.{stat}"):
-            tpot = compare_metric(MetricDef.of(f"metrics.tpot_ms.{stat}", tolerance), base,
+        if tpot_path is not None:
+            tpot = compare_metric(MetricDef.of(tpot_path, tolerance), base,
                                   [current[i]], seed=seed + 1000 + i, paired=True)
-        worst = _worst(thr, tpot)
-        verdict = worst.verdict
-        if verdict == "improved" and tpot is not None and "improved" not in (thr.verdict, tpot.verdict):
-            verdict = "pass"
-        out.append({"load": float(load), "verdict": verdict, "throughput": thr.model_dump(mode="json"),
-                    "tpot": tpot.model_dump(mode="json") if tpot is not None else None,
-                    "worst": worst.model_dump(mode="json")})
+        out.append(load_point(load, thr, tpot))
     return out
+
+
+def load_point(load: float, thr: MetricComparison, tpot: Optional[MetricComparison]) -> dict:
+    """One sweep point's equal-load comparison: its worse metric decides its verdict."""
+    worst = _worst(thr, tpot)
+    verdict = worst.verdict
+    if verdict == "improved" and tpot is not None and "improved" not in (thr.verdict, tpot.verdict):
+        verdict = "pass"
+    return {"load": float(load), "verdict": verdict, "throughput": thr.model_dump(mode="json"),
+            "tpot": tpot.model_dump(mode="json") if tpot is not None else None,
+            "worst": worst.model_dump(mode="json")}
 
 
 def frontier_metric(by_load: list[dict], step: Optional[FrontierComparison], tolerance: float

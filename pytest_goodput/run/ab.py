@@ -1,6 +1,6 @@
 """A/B mode: a spec against a base and a head engine in one job, round by round.
 
-Each round runs the spec once on each engine, in the order ``judge.ab.round_order`` draws
+Each round runs the spec once on each engine (a sweep: every point of it), in the order ``judge.ab.round_order`` draws
 for it (a fair coin per round from the seed: ABBA-like, so neither engine always runs
 first on a warmer or colder machine). Both sides replay the same spec, so the same prompts
 and schedule. A run the client set the pace of is measured once more; still invalid, the
@@ -24,10 +24,11 @@ from pytest_goodput.judge.ab import (
     round_order,
     round_values,
 )
+from pytest_goodput.judge.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.verdicts import MetricDef
 from pytest_goodput.run.ab_gate import ABMeasured
-from pytest_goodput.run.runner import run_once, valid_once
+from pytest_goodput.run.runner import point_spec, run_once, valid_once
 from pytest_goodput.schema.ab import ABResult, ABRound
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -36,23 +37,30 @@ from pytest_goodput.schema.spec import ScenarioSpec
 SayFn = Callable[[str], None]
 #: How one run is made (tests may replace it): ``runner(spec, engine)``.
 RunFn = Callable[[ScenarioSpec, Engine], RunResult]
-#: ``on_round(round, {"base": run, "head": run})`` after each round, dropped ones included.
-RoundFn = Callable[[ABRound, dict[str, RunResult]], None]
+#: ``on_round(round, {"base": runs, "head": runs})`` after each round, dropped ones included
+#: (one run per side; a sweep: one per point, in sweep order).
+RoundFn = Callable[[ABRound, dict[str, list[RunResult]]], None]
 
 
 def ab_metrics(spec: ScenarioSpec, tolerance: float | None = None) -> list[MetricDef]:
-    """The spec's gated metrics (``gate=`` or its scenario's default gate) with tolerances."""
-    if spec.scenario in ("sweep", "capacity"):
-        raise ValueError(f"A/B mode compares single-load scenarios, not {spec.scenario!r}: "
-                         "run each sweep point or rate as its own scenario")
-    defs = metric_defs(spec, tolerance)
+    """The spec's gated metrics (``gate=`` or its scenario's default gate) with tolerances;
+    a sweep's: each point's throughput and TPOT (``judge.ab_sweep``)."""
+    if spec.scenario == "capacity":
+        raise ValueError("A/B mode does not compare capacity searches (each side would probe "
+                         "other rates): compare a sweep over rate, or the rate as its own scenario")
     if spec.repeats != 1:
         raise ValueError("A/B mode repeats by rounds: leave --repeats at 1 and set --max-rounds")
-    return defs
+    return sweep_defs(spec, tolerance) if spec.sweep else metric_defs(spec, tolerance)
 
 
-def _side(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: RunFn) -> RunResult:
-    return valid_once(name, notes, lambda: run(spec, engine))
+def _side(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: RunFn) -> list[RunResult]:
+    """One side's runs of a round: the spec's run, or each sweep point's, each measured once
+    more when the client set its pace."""
+    if not spec.sweep:
+        return [valid_once(name, notes, lambda: run(spec, engine))]
+    kind = "rate" if spec.sweep_over == "rate" else "concurrency"
+    return [valid_once(f"{name} {kind} {v:g}", notes, lambda v=v: run(point_spec(spec, v), engine))
+            for v in spec.sweep]
 
 
 def check_exclusive(base: Engine, head: Engine) -> None:
@@ -104,25 +112,31 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         notes: list[str] = []
         sides = ("base", "head") if order == "base-head" else ("head", "base")
         engines = {"base": base, "head": head}
-        runs: dict[str, RunResult] = {}
+        runs: dict[str, list[RunResult]] = {}
         if say is not None:
             say(f"round {r}: {sides[0]}, then {sides[1]}")
         for side in sides:
             if exclusive:
                 starts.append(_alone(engines[side], engines["head" if side == "base" else "base"]))
             runs[side] = _side(f"round {r} {side}", spec, engines[side], notes, run)
-        bad = [s for s in sides if not runs[s].client.valid]
+        bad = [s for s in sides if not all(x.client.valid for x in runs[s])]
         if bad:
-            reasons = "; ".join(x for s in bad for x in runs[s].client.reasons) or "client health check failed"
+            reasons = "; ".join(x for s in bad for run_ in runs[s] for x in run_.client.reasons) \
+                or "client health check failed"
             rounds.append(ABRound(index=r, order=order, notes=notes,
                                   dropped=f"{' and '.join(bad)} invalid twice ({reasons})"))
         else:
-            b, h = round_values(runs["base"], runs["head"], defs)
+            b, h = (sweep_round_values(spec, runs["base"], runs["head"], tolerance) if spec.sweep
+                    else round_values(runs["base"][0], runs["head"][0], defs))
             rounds.append(ABRound(index=r, order=order, base=b, head=h, notes=notes))
         if on_round is not None:
             on_round(rounds[-1], runs)
-        result, stop = analyse(rounds, defs, min_rounds=min_rounds, max_rounds=max_rounds,
-                               seed=seed, spec=spec)
+        if spec.sweep:
+            result, stop = analyse_sweep(rounds, spec, tolerance=tolerance, min_rounds=min_rounds,
+                                         max_rounds=max_rounds, seed=seed)
+        else:
+            result, stop = analyse(rounds, defs, min_rounds=min_rounds, max_rounds=max_rounds,
+                                   seed=seed, spec=spec)
         if say is not None and rounds[-1].dropped:
             say(f"round {r} dropped: {rounds[-1].dropped}")
         if stop:
@@ -138,17 +152,20 @@ def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
                exclusive: bool = False) -> ABMeasured:
     """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
     kept: dict[str, list[RunResult]] = {"base": [], "head": []}
-    last: list[RunResult] = []
+    last: dict[str, list[RunResult]] = {}
 
-    def keep(r: ABRound, runs: dict[str, RunResult]) -> None:
-        last[:] = [runs["head"]]
+    def keep(r: ABRound, runs: dict[str, list[RunResult]]) -> None:
+        last["head"] = runs["head"]
         if not r.dropped:
+            last.update(runs)
             for side in kept:
-                kept[side].append(runs[side])
+                kept[side] += runs[side]
 
     min_r = MIN_ROUNDS if min_rounds is None else min_rounds
     max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
     result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
                     tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive)
     return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
-                      last_head=last[0] if last else None)
+                      last_head=last["head"][-1] if last else None,
+                      last_base_sweep=last.get("base", []) if spec.sweep else [],
+                      last_head_sweep=last.get("head", []) if spec.sweep else [])

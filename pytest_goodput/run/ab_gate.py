@@ -30,6 +30,8 @@ class ABMeasured:
     base_runs: list[RunResult] = field(default_factory=list)
     head_runs: list[RunResult] = field(default_factory=list)
     last_head: Optional[RunResult] = None  # the last head run, from a dropped round too
+    last_base_sweep: list[RunResult] = field(default_factory=list)  # a sweep: the last judged round's points
+    last_head_sweep: list[RunResult] = field(default_factory=list)
 
     @property
     def head(self) -> Measurement:
@@ -58,7 +60,8 @@ def gate_ab(nodeid: str, measured: ABMeasured, base: Engine, head: Engine, *,
                     engine=e.provenance, cwd=str(cwd) if cwd else None) for e in (base, head)]
     outcome = ab_outcome(nodeid, measured.result, measured.head_runs, measured.base_runs,
                          base=describe(base), head=describe(head), base_env=envs[0], head_env=envs[1],
-                         strict=strict, location=location)
+                         strict=strict, location=location,
+                         sweeps=(measured.last_base_sweep, measured.last_head_sweep))
     cur, old = server_summary(measured.head_runs), server_summary(measured.base_runs)
     update: dict = {"notes": [*outcome.notes, *notes]}
     if cur or old:

@@ -54,6 +54,8 @@ class ABResult(_Model):
     stopped_early: bool = False
     stop_reason: str = ""
     comparisons: list[MetricComparison] = Field(default_factory=list)
+    points: list[dict] = Field(default_factory=list, description="a sweep: each load point's "
+                               "equal-load comparison (verdict, throughput, TPOT), as the gate keeps them")
     rounds: list[ABRound] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
