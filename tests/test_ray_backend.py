@@ -218,6 +218,22 @@ def test_cli_runs_on_a_local_ray_runtime(sim_url, tmp_path):
     assert bad.returncode == 2 and "--ray: 'head' is not a Ray address; expected local" in bad.stderr
 
 
+def test_ab_runs_both_sides_load_on_ray(sim_url, tmp_path):
+    out = tmp_path / "ab.json"
+    p = subprocess.run([sys.executable, "-m", "pytest_goodput", "ab", "--base-url", sim_url,
+                        "--head-url", sim_url, "--ray", "local", "--workers", "2", "--scenario",
+                        "concurrency", "--concurrency", "4", "--requests", "20", "--isl", "8", "--osl",
+                        "4", "--min-rounds", "2", "--max-rounds", "2", "--tolerance", "0.5", "--json", str(out)],
+                       capture_output=True, text=True, timeout=240, check=False)
+    assert p.returncode in (0, 3), p.stdout + p.stderr[-3000:]  # 3: the busy machine set the pace
+    r = json.loads(out.read_text())
+    assert r["spec"]["backend"] == "ray" and r["spec"]["workers"] == 2 and len(r["rounds"]) == 2
+    assert "regressed" not in [c["verdict"] for c in r["comparisons"]]  # one engine on both sides
+    bad = subprocess.run([sys.executable, "-m", "pytest_goodput", "ab", "--ray", "head"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "--ray: 'head' is not a Ray address" in bad.stderr
+
+
 def test_a_killed_worker_fails_the_run_naming_it(local_ray, sim_url, monkeypatch):
     from pytest_goodput.load import ray_backend
 

@@ -17,7 +17,9 @@ from pytest_goodput.cli.run import (
     EXIT_INVALID,
     EXIT_OK,
     CLIError,
+    add_ray_flag,
     add_spec_flags,
+    ray_backend,
     ready_timeout,
     spec_args,
 )
@@ -37,6 +39,7 @@ from pytest_goodput.report.vocabulary import (
     metric_label,
 )
 from pytest_goodput.engines.launch import EngineStartError
+from pytest_goodput.load import ray_runtime
 from pytest_goodput.run.ab import ab_metrics, run_ab
 from pytest_goodput.schema.ab import ABResult
 from pytest_goodput.schema.ab_options import sim_knobs
@@ -71,6 +74,7 @@ def add_ab_parser(sub: Any) -> None:
                     help="one engine at a time, each run on a freshly started one (the default "
                          "when the second engine cannot start beside the first)")
     ab.add_argument("--json", help="write the A/B result (rounds, comparisons) here")
+    add_ray_flag(ab)
 
 
 def parse_knobs(side: str, text: str) -> dict[str, str]:
@@ -160,7 +164,9 @@ def cmd_ab(ns: argparse.Namespace) -> int:
     if ns.exclusive and attached:
         raise CLIError(f"--exclusive starts and stops both engines: {' and '.join(attached)} "
                        "attaches to one this command cannot restart")
-    spec = build_spec(spec_args(ns), where="command line")
+    args = spec_args(ns)
+    on_ray = ray_backend(ns, args)  # both sides' load workers on Ray actors
+    spec = build_spec(args, where="command line")
     ab_metrics(spec, ns.tolerance)  # a sweep or repeats: refused before any engine starts
     engines: list[Engine] = []
     code = EXIT_INVALID  # until judged: an interrupted or crashed run keeps the engines' logs
@@ -188,6 +194,8 @@ def cmd_ab(ns: argparse.Namespace) -> int:
                         say=lambda s: print(s, file=sys.stderr), exclusive=exclusive)
         code = ab_exit_code(result, ns.strict)
     finally:
+        if on_ray:
+            ray_runtime.shutdown()
         for e in engines:
             e.close(keep_log=code == EXIT_INVALID)
             for log in e.kept_logs:

@@ -146,8 +146,13 @@ def add_run_parser(sub: Any) -> None:
     add_engine_flags(run)
     add_spec_flags(run)
     run.add_argument("--json", help="write the full result (with per-request records) here")
-    run.add_argument("--ray", metavar="ADDRESS", help="run the load workers on Ray actors: local "
-                     "(start Ray here), auto, HOST:PORT or ray://HOST:PORT (pytest-goodput[ray])")
+    add_ray_flag(run)
+
+
+def add_ray_flag(p: argparse.ArgumentParser) -> None:
+    """``--ray ADDRESS``, shared by ``run`` and ``ab``."""
+    p.add_argument("--ray", metavar="ADDRESS", help="run the load workers on Ray actors: local "
+                   "(start Ray here), auto, HOST:PORT or ray://HOST:PORT (pytest-goodput[ray])")
 
 
 def ready_timeout(value: float) -> float:
