@@ -97,3 +97,16 @@ def test_a_round_limit_counts_dropped_rounds() -> None:
 def test_sweeps_and_repeats_are_refused(spec: ScenarioSpec, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         run_ab(spec, "base", "head", run=Fake({}))  # type: ignore[arg-type]
+
+
+def test_each_round_measures_the_error_rate_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate names throughput only; the rounds still carry the error rate, which is compared."""
+    asked: list[list[str]] = []
+
+    def values(base: RunResult, head: RunResult, defs: list[MetricDef]):
+        asked.append([d.path for d in defs])
+        return ({THR: 600.0, "error_rate": 0.0}, {THR: 600.0, "error_rate": 0.02 + 0.001 * len(asked)})
+    monkeypatch.setattr(run_ab_module, "round_values", values)
+    result = run_ab(SPEC, "base", "head", run=Fake({"base": [600.0], "head": [600.0]}))  # type: ignore[arg-type]
+    assert asked[0] == [THR, "error_rate"]
+    assert result.regressed == ["error_rate"] and result.decided

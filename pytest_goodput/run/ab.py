@@ -20,6 +20,7 @@ from pytest_goodput.judge.ab import (
     check_rounds,
     round_order,
     round_values,
+    with_error_rate,
 )
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.verdicts import MetricDef
@@ -59,6 +60,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
     """
     check_rounds(min_rounds, max_rounds)
     defs = ab_metrics(spec, tolerance)
+    measured = with_error_rate(defs)  # the error rate is compared whatever the gate names
     seed = spec.seed if seed is None else seed
     rounds: list[ABRound] = []
     while True:
@@ -78,7 +80,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             rounds.append(ABRound(index=r, order=order, notes=notes,
                                   dropped=f"{' and '.join(bad)} invalid twice ({reasons})"))
         else:
-            b, h = round_values(runs["base"], runs["head"], defs)
+            b, h = round_values(runs["base"], runs["head"], measured)
             rounds.append(ABRound(index=r, order=order, base=b, head=h, notes=notes))
         result, stop = analyse(rounds, defs, min_rounds=min_rounds, max_rounds=max_rounds,
                                seed=seed, spec=spec)
