@@ -62,9 +62,7 @@ def _pdf(x: np.ndarray) -> np.ndarray:
 
 
 def _sf(x: np.ndarray) -> np.ndarray:
-    from math import erfc
-
-    return np.array([0.5 * erfc(v / math.sqrt(2.0)) for v in np.atleast_1d(x)])
+    return np.array([0.5 * math.erfc(v / math.sqrt(2.0)) for v in np.atleast_1d(x)])
 
 
 def _solve(cross, target: float, start: float) -> float:  # type: ignore[no-untyped-def]
