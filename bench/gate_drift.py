@@ -123,25 +123,36 @@ def _records(s: Samples) -> list[Any]:
                                          s.output_tokens, s.prompt_tokens)]
 
 
-def ab_trial(args: argparse.Namespace, t: int) -> dict[str, Any]:
-    """Each arm: one A/B job on its own day, through ``run_ab`` with a model-backed runner."""
-    spec = ScenarioSpec(scenario="server", rate=args.rate, requests=args.requests, isl=args.isl,
+def ab_spec(args: argparse.Namespace) -> ScenarioSpec:
+    """The bench scenario as an A/B job runs it."""
+    return ScenarioSpec(scenario="server", rate=args.rate, requests=args.requests, isl=args.isl,
                         osl=args.osl, ttft_ms=args.ttft_slo, tpot_ms=args.tpot_slo,
                         seed=args.schedule_seed)
-    seeds = iter(range(1_000_000 * (t + 1) + 500_000, 1_000_000 * (t + 2)))
+
+
+def ab_runner(args: argparse.Namespace, t: int, i: int, arm: str) -> tuple[Job, Any]:
+    """Trial ``t``'s A/B job for arm ``i`` (its own day and its own noise seeds, so an arm's
+    rounds do not depend on how many rounds another arm took) and a model-backed runner."""
+    job = Job(args, t, 100 + i)
+    effect = {"base": 1.0, "head": _effect(args, arm)}
+    seeds = iter(range(1_000_000 * (t + 1) + 500_000 + 100_000 * i, 1_000_000 * (t + 2)))
+
+    def runner(_spec: ScenarioSpec, engine: Any) -> RunResult:
+        s = job.run(next(seeds), effect[engine])
+        return RunResult.model_construct(
+            spec=_spec, requests=_records(s), window=Window(start=0.0, end=s.window_s,
+                                                            seconds=s.window_s),
+            client=ClientHealth(valid=True, cpu_utilization=0.0))
+
+    return job, runner
+
+
+def ab_trial(args: argparse.Namespace, t: int) -> dict[str, Any]:
+    """Each arm: one A/B job on its own day, through ``run_ab`` with a model-backed runner."""
+    spec = ab_spec(args)
     out: dict[str, Any] = {}
     for i, arm in enumerate(_arms(args, t)):
-        job = Job(args, t, 100 + i)
-        effect = {"base": 1.0, "head": _effect(args, arm)}
-
-        def runner(_spec: ScenarioSpec, engine: Any, job: Job = job,
-                   effect: dict[str, float] = effect) -> RunResult:
-            s = job.run(next(seeds), effect[engine])
-            return RunResult.model_construct(
-                spec=_spec, requests=_records(s), window=Window(start=0.0, end=s.window_s,
-                                                                seconds=s.window_s),
-                client=ClientHealth(valid=True, cpu_utilization=0.0))
-
+        job, runner = ab_runner(args, t, i, arm)
         res = run_ab(spec, "base", "head", seed=t, min_rounds=args.min_rounds,  # type: ignore[arg-type]
                      max_rounds=args.max_rounds, run=runner)
         verdicts = {c.metric: c.verdict for c in res.comparisons}

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_goodput.judge.ab import MAX_ROUNDS, MIN_ROUNDS
 from pytest_goodput.judge.spread import PRIOR_RUNS
 from pytest_goodput.judge.verdicts import CONFIDENCE, POWER_ALPHA, MetricDef, compare
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
@@ -210,8 +211,8 @@ def main() -> None:
     d.add_argument("--power-trials", type=int, default=None,
                    help="trials that also run the effect arms (default: all; the rest A/A only)")
     d.add_argument("--modes", default="stored baseline,A/B", help="comma-separated: stored baseline, A/B")
-    d.add_argument("--min-rounds", type=int, default=3, help="A/B: rounds before the first look")
-    d.add_argument("--max-rounds", type=int, default=10, help="A/B: the most rounds")
+    d.add_argument("--min-rounds", type=int, default=MIN_ROUNDS, help="A/B: rounds before the first look")
+    d.add_argument("--max-rounds", type=int, default=MAX_ROUNDS, help="A/B: the most rounds")
     args = p.parse_args()
     if args.drift:
         import gate_drift

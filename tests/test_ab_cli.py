@@ -23,7 +23,7 @@ def ab(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
 
 def test_the_same_simulator_on_both_sides_passes(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
-    p = ab(*SMALL, "--max-rounds", "4", "--json", str(out))
+    p = ab(*SMALL, "--min-rounds", "3", "--max-rounds", "4", "--json", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     result = json.loads(out.read_text())
     verdicts = {c["metric"]: c["verdict"] for c in result["comparisons"]}
@@ -37,7 +37,7 @@ def test_the_same_simulator_on_both_sides_passes(tmp_path: Path) -> None:
 
 
 def test_a_slowed_head_is_a_regression() -> None:
-    p = ab(*SMALL, "--head-sim", "slowdown=1.3", "--max-rounds", "4")
+    p = ab(*SMALL, "--head-sim", "slowdown=1.3", "--min-rounds", "3", "--max-rounds", "4")
     assert p.returncode == 1, p.stdout + p.stderr
     rows = {line.split("  ")[0]: line for line in p.stdout.splitlines()}
     assert "regressed" in rows["TPOT P50 (ms)"], p.stdout  # +30 %: decided at the first look

@@ -7,6 +7,9 @@ import math
 import pytest
 
 from pytest_goodput.judge.ab import (
+    DEFAULT_RULE,
+    RULES,
+    StoppingRule,
     analyse,
     check_rounds,
     compare_paired,
@@ -19,6 +22,8 @@ from pytest_goodput.schema.ab import ABRound
 TPOT = MetricDef.of("metrics.tpot_ms.p50")  # lower is better, tolerance 5 %
 THROUGHPUT = MetricDef.of("throughput.output_tokens_per_s")  # higher is better, 5 %
 T_2_99 = 6.964556734283274  # t_{2, 0.99}: 98 % two-sided, one look (scipy.stats.t.ppf)
+T_2_95 = 2.919985580355516  # t_{2, 0.95}: the cleared side's 5 % at one look
+BONFERRONI = RULES["bonferroni"]
 
 
 def rounds_of(path: str, base: list[float], head: list[float]) -> list[ABRound]:
@@ -56,25 +61,26 @@ def test_bonferroni_spends_alpha_over_the_looks() -> None:
     eight, _ = compare_paired(TPOT, rounds, n_looks=looks(3, 10))
     assert looks(3, 10) == 8
     assert eight.interval[1] > one.interval[1] and eight.interval[0] < one.interval[0]
-    result, _ = analyse(rounds, [TPOT])
+    result, _ = analyse(rounds, [TPOT], rule=BONFERRONI, min_rounds=3, max_rounds=10)
     assert result.alpha_per_look == pytest.approx(0.02 / 8)
+    assert BONFERRONI.levels(5, 3, 10, 0.98) == pytest.approx((0.01 / 8, 0.01 / 8))
 
 
 def test_stops_early_when_clearly_regressed() -> None:
     # Throughput down ~26 % in every round: the whole interval is beyond the tolerance.
     ds = [-0.30, -0.31, -0.29]
-    result, stop = analyse(log_rounds(THROUGHPUT.path, ds, 600.0), [THROUGHPUT, TPOT])
+    result, stop = analyse(log_rounds(THROUGHPUT.path, ds, 600.0), [THROUGHPUT, TPOT], min_rounds=3)
     assert stop and result.stopped_early and result.decided and result.rounds_used == 3
     assert result.regressed == [THROUGHPUT.path]
     assert "regressed" in result.stop_reason
     # Not yet at the second round: the first look is at min_rounds.
-    _, stop2 = analyse(log_rounds(THROUGHPUT.path, ds[:2], 600.0), [THROUGHPUT])
+    _, stop2 = analyse(log_rounds(THROUGHPUT.path, ds[:2], 600.0), [THROUGHPUT], min_rounds=3)
     assert not stop2
 
 
 def test_a_a_with_small_noise_passes_and_stops() -> None:
     ds = [0.002, -0.001, 0.0]
-    result, stop = analyse(log_rounds(TPOT.path, ds), [TPOT])
+    result, stop = analyse(log_rounds(TPOT.path, ds), [TPOT], min_rounds=3)
     assert stop and result.stopped_early
     assert [c.verdict for c in result.comparisons] == ["pass"]
     assert result.stop_reason == "every gated metric decided"
@@ -112,7 +118,7 @@ def test_the_error_rate_is_always_compared_and_unmeasured_metrics_are_left_out()
     rounds = [ABRound(index=i, order="base-head", base={TPOT.path: 10.0, "error_rate": 0.0},
                       head={TPOT.path: 10.0, "error_rate": 0.0}) for i in (1, 2, 3)]
     goodput = MetricDef.of("goodput.requests_per_s")
-    result, stop = analyse(rounds, [goodput, TPOT])
+    result, stop = analyse(rounds, [goodput, TPOT], min_rounds=3)
     assert [c.metric for c in result.comparisons] == [TPOT.path, "error_rate"]
     assert stop and all(c.verdict == "pass" for c in result.comparisons)
 
@@ -132,7 +138,7 @@ def test_dropped_rounds_are_counted_not_judged() -> None:
 def test_no_latency_improves_while_the_error_rate_rose() -> None:
     rounds = [ABRound(index=i, order="base-head", base={TPOT.path: 10.0, "error_rate": 0.0},
                       head={TPOT.path: 7.0 + i * 0.01, "error_rate": 0.1}) for i in (1, 2, 3)]
-    result, _ = analyse(rounds, [TPOT])
+    result, _ = analyse(rounds, [TPOT], min_rounds=3)
     tpot = result.comparisons[0]
     assert tpot.verdict == "pass" and "error rate rose" in tpot.note
 
@@ -147,3 +153,41 @@ def test_round_order_is_seeded_and_mixes_both_orders() -> None:
 def test_bad_round_limits_are_refused(lo: int, hi: int) -> None:
     with pytest.raises(ValueError):
         check_rounds(lo, hi)
+
+
+def test_one_look_spends_each_sides_whole_budget() -> None:
+    # min = max = 3: one look, so the regressed side is held to α = 1 % and the cleared side
+    # to its own 5 %: d = 0.00, 0.01, 0.02 (mean 0.01, SD 0.01).
+    rounds = log_rounds(TPOT.path, [0.00, 0.01, 0.02])
+    assert DEFAULT_RULE.levels(3, 3, 3, 0.98) == pytest.approx((0.01, 0.05))
+    se = 0.01 / math.sqrt(3)
+    # Worse end at 5 %: exp(0.01 + 2.920 * 0.00577) - 1 = +2.72 %, within the 5 % tolerance.
+    assert math.expm1(0.01 + T_2_95 * se) == pytest.approx(0.0272, abs=1e-4)
+    result, stop = analyse(rounds, [TPOT], min_rounds=3, max_rounds=3)
+    c = result.comparisons[0]
+    assert stop and result.decided and c.verdict == "pass"
+    assert c.interval[1] == pytest.approx(math.expm1(0.01 + T_2_99 * se), rel=1e-6)  # +5.15 %: 98 %
+    assert result.alpha_per_look == pytest.approx(0.02) and result.clear_alpha_per_look == pytest.approx(0.05)
+    # Bonferroni gave the cleared side the regressed side's 1 %: +5.15 % is beyond 5 %.
+    result, _ = analyse(rounds, [TPOT], min_rounds=3, max_rounds=3, rule=BONFERRONI)
+    assert result.comparisons[0].verdict == "underpowered" and not result.decided
+
+
+def test_the_first_look_spends_what_the_spending_functions_say() -> None:
+    # Looks after rounds 3 … 10: the first at information 3/10, where the spending functions
+    # are closed-form. Pocock-type: α ln(1 + (e - 1) 0.3) = 0.41574 α (the default rule, both
+    # sides); O'Brien–Fleming-type: 2 - 2 Φ(z_{0.995} / √0.3) = 2.57e-6 of α = 1 %.
+    assert DEFAULT_RULE.levels(3, 3, 10, 0.98) == pytest.approx((0.0041574, 0.020787), rel=1e-4)
+    a, _ = StoppingRule("obf", "pocock", 0.05).levels(3, 3, 10, 0.98)
+    assert a == pytest.approx(2.566e-6, rel=1e-3)
+    # Every later look is held to less than its share of a fixed-size test, yet well above
+    # Bonferroni's α / 8 = 0.125 % (the default 4 … 12: 0.21 % to 0.45 %, cleared 1.3 % to 2.3 %).
+    levels = [DEFAULT_RULE.levels(n, 4, 12, 0.98) for n in range(4, 13)]
+    assert all(0.002 < a < 0.005 and 0.013 < b < 0.023 for a, b in levels)
+
+
+def test_a_bad_rule_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown split 'linear'"):
+        StoppingRule("linear", "pocock", 0.05)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="clear_alpha"):
+        StoppingRule("obf", "pocock", 0.7)

@@ -9,6 +9,7 @@ import pytest
 from pytest_goodput.judge.ab import analyse
 from pytest_goodput.judge.ab_outcome import ab_outcome
 from pytest_goodput.judge.judge import Policy, fails
+from pytest_goodput.judge.stopping import RULES
 from pytest_goodput.judge.verdicts import MetricDef
 from pytest_goodput.schema.ab import ABRound
 from pytest_goodput.schema.spec import build_spec
@@ -42,11 +43,11 @@ def test_base_and_head_are_geometric_means_and_the_change_their_ratio():
 
 def test_the_outcome_names_the_rounds_and_fails_like_any_regression():
     result, _ = analyse(rounds([(10, 11), (20, 22)]), [MetricDef.of(TTFT, 0.05)],
-                        min_rounds=2, max_rounds=3, spec=SPEC)
+                        min_rounds=2, max_rounds=3, spec=SPEC, rule=RULES["bonferroni"])
     o = ab_outcome("t.py::test_x", result, [], [], base="simulator", head="simulator SLOWDOWN=1.1")
     assert o.ab is not None
     assert o.ab.orders == ["AB", "BA"] and o.ab.rounds_used == 2 and o.ab.rounds_dropped == 0
-    assert o.ab.looks == 2 and o.ab.alpha_per_look == pytest.approx(0.01)  # (1 − 0.98) / 2
+    assert o.ab.looks == 2 and o.ab.alpha_per_look == pytest.approx(0.01)  # Bonferroni: (1 − 0.98) / 2
     assert o.client_valid and o.status == "regressed"
     assert fails(o, Policy())
     assert "base simulator vs head simulator SLOWDOWN=1.1" in o.notes[0]

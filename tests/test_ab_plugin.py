@@ -51,7 +51,7 @@ def test_decode(goodput):
     doc = json.loads((pytester.path / "out.json").read_text())
     (test,) = doc["tests"]
     ab = test["outcome"]["ab"]
-    assert ab["rounds_used"] >= 3 and ab["decided"] and "regressed" in ab["stop_reason"]
+    assert ab["rounds_used"] >= 4 and ab["decided"] and "regressed" in ab["stop_reason"]
     assert len(ab["orders"]) == ab["rounds_used"] + ab["rounds_dropped"]
     assert len(test["runs"]) == ab["rounds_used"]  # the head's runs, one per judged round
 
@@ -72,7 +72,7 @@ def test_decode(goodput):
 
 def test_run_takes_a_base_engine_from_the_factory(pytester):
     write(pytester, f"""
-@pytest.mark.goodput({SMALL}, ab_max_rounds=4)
+@pytest.mark.goodput({SMALL}, ab_min_rounds=3, ab_max_rounds=4)
 def test_faster_than_old(goodput, goodput_engine_factory):
     r = goodput.run(base=goodput_engine_factory(slowdown=2.0))
     assert r.completed == 40
@@ -133,7 +133,7 @@ def test_a_sweep_is_judged_point_by_point_and_drawn_as_two_frontiers(pytester, m
     monkeypatch.setenv("GOODPUT_SIM_SLOWDOWN", "1.5")  # the head's
     write(pytester, """
 @pytest.mark.goodput(scenario="sweep", sweep=[1, 4], sweep_over="concurrency", requests=30, isl=16,
-                     osl=8, base_sim="default", ab_max_rounds=4)
+                     osl=8, base_sim="default", ab_min_rounds=3, ab_max_rounds=4)
 def test_frontier(goodput):
     goodput.run()
 """)

@@ -62,7 +62,7 @@ def values_from_throughput(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_each_round_runs_both_engines_in_its_drawn_order_and_stops_when_decided() -> None:
     fake = Fake({"base": [600.0, 601.0, 599.0], "head": [600.5, 600.0, 600.0]})
     lines: list[str] = []
-    result = run_ab(SPEC, "base", "head", run=fake, say=lines.append)  # type: ignore[arg-type]
+    result = run_ab(SPEC, "base", "head", run=fake, say=lines.append, min_rounds=3)  # type: ignore[arg-type]
     assert result.rounds_used == 3 and result.stopped_early and result.decided
     assert [c.verdict for c in result.comparisons] == ["pass", "pass"]
     expected = [round_order(SPEC.seed, r) for r in (1, 2, 3)]
@@ -75,7 +75,7 @@ def test_an_invalid_run_is_run_once_more_and_a_twice_invalid_round_is_dropped() 
     # head's 1st run invalid (re-run valid: round kept); head's 4th and 5th invalid (round dropped).
     fake = Fake({"base": [600.0], "head": [420.0, 421.0, 419.0]},
                 invalid={("head", 1), ("head", 4), ("head", 5)})
-    result = run_ab(SPEC, "base", "head", run=fake, max_rounds=5)  # type: ignore[arg-type]
+    result = run_ab(SPEC, "base", "head", run=fake, min_rounds=3, max_rounds=5)  # type: ignore[arg-type]
     assert result.rounds[0].notes and "re-measured once" in result.rounds[0].notes[0]
     assert not result.rounds[0].dropped
     assert result.rounds[2].dropped.startswith("head invalid twice")
@@ -119,3 +119,16 @@ def test_a_sweep_round_runs_every_point_on_both_engines(monkeypatch: pytest.Monk
     assert result.comparisons[0].verdict == "regressed"
     assert result.comparisons[0].change == pytest.approx(-0.20)
     assert [p["verdict"] for p in result.points] == ["regressed", "regressed"]
+
+
+def test_each_round_measures_the_error_rate_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate names throughput only; the rounds still carry the error rate, which is compared."""
+    asked: list[list[str]] = []
+
+    def values(base: RunResult, head: RunResult, defs: list[MetricDef]):
+        asked.append([d.path for d in defs])
+        return ({THR: 600.0, "error_rate": 0.0}, {THR: 600.0, "error_rate": 0.02 + 0.001 * len(asked)})
+    monkeypatch.setattr(run_ab_module, "round_values", values)
+    result = run_ab(SPEC, "base", "head", run=Fake({"base": [600.0], "head": [600.0]}))  # type: ignore[arg-type]
+    assert asked[0] == [THR, "error_rate"]
+    assert result.regressed == ["error_rate"] and result.decided

@@ -147,3 +147,23 @@ def test_bench_drift_command_prints_both_modes(tmp_path: Path) -> None:
             per_metric = next(r for r in rows if r[:len(mode.split()) + len(arm.split())]
                               == [*mode.split(), *arm.split()] and r[-1] == f"(n={n})")
             assert "metrics.ttft_ms.p99" in per_metric
+
+
+def test_ab_stopping_replays_exactly_what_run_ab_decides(gate_drift) -> None:  # type: ignore[no-untyped-def]
+    """bench/ab_stopping.py judges recorded rounds: the same rounds and verdicts as the live job."""
+    import ab_stopping
+
+    from pytest_goodput.judge.ab import DEFAULT_RULE
+    from pytest_goodput.run.ab import ab_metrics
+
+    args = _bench_args(goodput_slowdown=1.1, ttft_slowdown=1.12, max_rounds=5, record_rounds=5)
+    live = gate_drift.ab_trial(args, 0)
+    _t, recorded = ab_stopping.record((args, 0))
+    defs = ab_metrics(gate_drift.ab_spec(args))
+    for arm, r in live.items():
+        rounds = [ab_stopping.ABRound(**x) for x in recorded[arm]]
+        rep = ab_stopping.replay(rounds, defs, DEFAULT_RULE, 3, 5, 0)
+        assert (rep["rounds"], rep["verdicts"]) == (r["rounds"], r["verdicts"]), arm
+    assert ab_stopping.parse_rule("obf:pocock@0.1").clear_alpha == 0.1
+    with pytest.raises(SystemExit, match="unknown split"):
+        ab_stopping.parse_rule("linear")

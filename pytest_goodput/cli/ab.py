@@ -130,8 +130,12 @@ def render_ab(result: ABResult) -> str:
     lines.append("")
     lines.append(f"{state} after {result.rounds_used} rounds (ABBA order, seed {result.seed}): "
                  f"{result.stop_reason}")
-    lines.append(f"orders: {orders}; each look at {1 - result.alpha_per_look:.2%} "
-                 f"(Bonferroni over {result.looks} looks)")
+    clear = "" if result.clear_alpha_per_look is None else (
+        f", cleared at {1 - result.clear_alpha_per_look:.2%} one-sided")
+    lines.append(f"orders: {orders}; this look's interval at {1 - result.alpha_per_look:.3%}{clear} "
+                 f"(of at most {result.looks} looks)")
+    if result.stopping:
+        lines.append(f"stopping rule: {result.stopping}")
     if result.rounds_dropped:
         lines.append(f"{result.rounds_dropped} round(s) dropped: the client set the pace twice")
     for c in result.comparisons:

@@ -9,11 +9,12 @@ interval; the verdict is the gate's rule (``verdicts.decide``).
 
 Sequential stopping: from ``min_rounds`` on, after every round, the run stops once every
 gated metric is decided — its interval entirely beyond the tolerance on the worse side
-(regressed), or its worse end within the tolerance (pass or improved) — or as soon as one
-metric is decided regressed (the build fails whatever the rest says). Every look spends
-α / looks (Bonferroni over the most looks the run can take), so looking after every
-round cannot inflate the false-alarm rate above the gate's α. ``docs/statistics.md``
-("A/B mode") has the formulas; ``docs/decisions.md`` why Bonferroni.
+(regressed), or its worse end within the tolerance (cleared: pass or improved) — or as soon
+as one metric is decided regressed (the build fails whatever the rest says). Each side has
+its own error budget, spent over the looks (``judge.stopping``): the gate's α for
+*regressed*, so looking after every round cannot raise false alarms above it, and
+``clear_alpha`` for *cleared*. ``docs/statistics.md`` ("A/B mode") has the formulas;
+``docs/decisions.md`` why these boundaries.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 
 from pytest_goodput.judge.evidence import samples_of
 from pytest_goodput.judge.spread import scale_of
+from pytest_goodput.judge.stopping import DEFAULT_RULE, RULES, StoppingRule
 from pytest_goodput.judge.values import metric_value
 from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, decide
 from pytest_goodput.schema import registry
@@ -33,12 +35,13 @@ from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.stats.student import t_ppf
 
-#: Defaults of the command line: rounds before the first look, and the most rounds.
-MIN_ROUNDS = 3
-MAX_ROUNDS = 10
+#: Defaults of the command line: rounds before the first look, and the most rounds
+#: (chosen by measurement under drift: docs/decisions.md, "A/B mode: alpha spending").
+MIN_ROUNDS = 4
+MAX_ROUNDS = 12
 
-__all__ = ["MAX_ROUNDS", "MIN_ROUNDS", "analyse", "check_rounds", "compare_paired", "looks",
-           "paired_changes", "round_order", "round_values", "with_error_rate"]
+__all__ = ["DEFAULT_RULE", "MAX_ROUNDS", "MIN_ROUNDS", "RULES", "StoppingRule", "analyse", "check_rounds",
+           "compare_paired", "looks", "paired_changes", "round_order", "round_values", "with_error_rate"]
 
 
 def round_order(seed: int, r: int) -> Order:
@@ -118,24 +121,27 @@ def _centre(scale: str, xs: list[float]) -> float:
 
 
 def _to_change(scale: str, x: float) -> float:
-    return math.expm1(x) if scale == "log" else x
+    """exp(x) − 1 on the log scale (capped: a look's bound at very few rounds can be huge)."""
+    return math.expm1(min(x, 700.0)) if scale == "log" else x
 
 
 def compare_paired(defn: MetricDef, rounds: Sequence[ABRound], *, confidence: float = CONFIDENCE,
-                   n_looks: int = 1) -> tuple[MetricComparison | None, bool]:
+                   n_looks: int = 1, rule: StoppingRule | None = None, min_rounds: int = MIN_ROUNDS,
+                   max_rounds: int = MAX_ROUNDS) -> tuple[MetricComparison | None, bool]:
     """The metric's comparison over the rounds so far and whether it is decided.
 
     None when no round measured it on either side (e.g. goodput without SLOs). Decided:
-    the interval lies entirely beyond the tolerance on the worse side, or its worse end is
-    within the tolerance. A pass whose worse end is beyond the tolerance is *underpowered*
+    the interval lies entirely beyond the tolerance on the worse side, or its worse end at
+    the cleared side's level is within the tolerance. A pass not cleared is *underpowered*
     (the error rate excepted, as in the gate); a change worse than the tolerance whose
-    interval reaches 0 is *inconclusive*.
+    interval reaches 0 is *inconclusive*. Levels: ``rule``'s at this look of the looks
+    ``min_rounds`` … ``max_rounds``; without a rule, (1 − confidence) / ``n_looks`` two-sided
+    for both (Bonferroni).
     """
     scale = scale_of(defn.path)
     ds, bs, hs, skipped = paired_changes(defn.path, rounds)
     if not ds and not skipped:
         return None, True
-    alpha = (1.0 - confidence) / n_looks
     note = f"{skipped} round(s) without a comparable value left out" if skipped else ""
     n = len(ds)
     common = {"metric": defn.path, "direction": defn.direction, "tolerance": defn.tolerance,
@@ -144,26 +150,34 @@ def compare_paired(defn: MetricDef, rounds: Sequence[ABRound], *, confidence: fl
         note = "; ".join(filter(None, (note, f"{n} round(s) compared: an interval needs 2")))
         return MetricComparison(**common, verdict="inconclusive", note=note,  # type: ignore[arg-type]
                                 method="paired rounds"), False
+    if rule is None:
+        a = b = (1.0 - confidence) / 2.0 / n_looks
+        how = f"{1 - 2 * a:.2%} per look (Bonferroni over {n_looks})"
+    else:
+        a, b = rule.levels(n, min_rounds, max_rounds, confidence)
+        how = f"look at {n} of {max_rounds} rounds: {1 - 2 * a:.3%} two-sided, cleared at {1 - b:.2%} one-sided"
     mean = math.fsum(ds) / n
     sd = math.sqrt(math.fsum((d - mean) ** 2 for d in ds) / (n - 1))
-    half = t_ppf(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n)
+    half = t_ppf(1.0 - a, n - 1) * sd / math.sqrt(n)
     lo, hi = _to_change(scale, mean - half), _to_change(scale, mean + half)
     change = _to_change(scale, mean)
     sign = -1.0 if defn.direction == "higher" else 1.0  # sign * change > 0: worse
-    w_lo, w_hi = sorted((sign * lo, sign * hi))
+    w_lo = min(sign * lo, sign * hi)
     beyond = w_lo > defn.tolerance
-    cleared = w_hi <= defn.tolerance
+    clear_half = half if b == a else t_ppf(1.0 - b, n - 1) * sd / math.sqrt(n)
+    cleared = max(sign * _to_change(scale, mean - clear_half),
+                  sign * _to_change(scale, mean + clear_half)) <= defn.tolerance
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance)
     if verdict == "pass" and not cleared and defn.path != "error_rate":
         verdict = "underpowered"
         note = "; ".join(filter(None, (note, "the interval's worse end is beyond the tolerance")))
     worse_half = half
     if scale == "log":
-        worse_half = math.expm1(half) if defn.direction == "lower" else -math.expm1(-half)
+        worse_half = _to_change(scale, half) if defn.direction == "lower" else -math.expm1(-half)
     return MetricComparison(
         **common, baseline=_centre(scale, bs), current=_centre(scale, hs), change=change,  # type: ignore[arg-type]
         interval=(lo, hi), verdict=verdict, note=note,  # type: ignore[arg-type]
-        method=f"paired rounds t(ν={n - 1}), {1 - alpha:.2%} per look (Bonferroni over {n_looks})",
+        method=f"paired rounds t(ν={n - 1}), {how}",
         detectable=max(defn.tolerance, worse_half),
     ), beyond or cleared
 
@@ -182,12 +196,13 @@ def _no_survivor_improvement(comparisons: list[MetricComparison]) -> list[Metric
 def analyse(rounds: Sequence[ABRound], defs: Sequence[MetricDef], *,
             min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS,
             confidence: float = CONFIDENCE, seed: int = 0,
-            spec: ScenarioSpec | None = None) -> tuple[ABResult, bool]:
+            spec: ScenarioSpec | None = None, rule: StoppingRule = DEFAULT_RULE) -> tuple[ABResult, bool]:
     """The comparison after the rounds so far, and whether to stop.
 
     Stops at a look (``min_rounds`` kept rounds or more) when every metric is decided or
     one is decided *regressed*, and in any case once ``max_rounds`` rounds were run
     (dropped ones included). ``defs`` are the gated metrics; the error rate is added.
+    ``rule``: each side's error budget and how it is spent over the looks.
     """
     check_rounds(min_rounds, max_rounds)
     n_looks = looks(min_rounds, max_rounds)
@@ -195,7 +210,8 @@ def analyse(rounds: Sequence[ABRound], defs: Sequence[MetricDef], *,
     comparisons: list[MetricComparison] = []
     decided: dict[str, bool] = {}
     for defn in with_error_rate(defs):
-        c, ok = compare_paired(defn, rounds, confidence=confidence, n_looks=n_looks)
+        c, ok = compare_paired(defn, rounds, confidence=confidence, n_looks=n_looks, rule=rule,
+                               min_rounds=min_rounds, max_rounds=max_rounds)
         if c is not None:
             comparisons.append(c)
             decided[defn.path] = ok
@@ -216,9 +232,11 @@ def analyse(rounds: Sequence[ABRound], defs: Sequence[MetricDef], *,
                   else f"round limit {max_rounds} reached")
         if len(kept) < min_rounds:
             reason += f"; only {len(kept)} round(s) kept (at least {min_rounds} needed)"
+    a, b = rule.levels(len(kept), min_rounds, max_rounds, confidence)
     result = ABResult(
-        spec=spec, seed=seed, confidence=confidence, looks=n_looks,
-        alpha_per_look=(1.0 - confidence) / n_looks, min_rounds=min_rounds, max_rounds=max_rounds,
+        spec=spec, seed=seed, confidence=confidence, looks=n_looks, alpha_per_look=2.0 * a,
+        clear_alpha_per_look=b, stopping=rule.describe(confidence),
+        min_rounds=min_rounds, max_rounds=max_rounds,
         rounds_used=len(kept), rounds_dropped=len(rounds) - len(kept),
         decided=decided_stop, stopped_early=stop and len(rounds) < max_rounds, stop_reason=reason,
         comparisons=comparisons, rounds=list(rounds),

@@ -97,8 +97,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("base_url", "A/B mode: base URL of a running base engine (see --goodput-base-serve)"),
     Option("base_sim", "A/B mode: the simulator as base engine, with these knobs (slowdown=1.2,...) "
            "or 'default'; GOODPUT_SIM_* variables set only the head's"),
-    Option("ab_min_rounds", "A/B mode: rounds before the first look (default 3, at least 2)", "int"),
-    Option("ab_max_rounds", "A/B mode: most rounds per test (default 10)", "int"),
+    Option("ab_min_rounds", "A/B mode: rounds before the first look (default 4, at least 2)", "int"),
+    Option("ab_max_rounds", "A/B mode: most rounds per test (default 12)", "int"),
     Option("ab_exclusive", "A/B mode: one engine at a time, each run on a freshly started one "
            "(the default when the base cannot start while the head is up)", "bool"),
     Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "

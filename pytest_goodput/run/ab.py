@@ -23,6 +23,7 @@ from pytest_goodput.judge.ab import (
     check_rounds,
     round_order,
     round_values,
+    with_error_rate,
 )
 from pytest_goodput.judge.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
 from pytest_goodput.judge.judge import metric_defs
@@ -104,6 +105,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         check_exclusive(base, head)
     starts: list[float] = []
     defs = ab_metrics(spec, tolerance)
+    measured = with_error_rate(defs)  # the error rate is compared whatever the gate names
     seed = spec.seed if seed is None else seed
     rounds: list[ABRound] = []
     while True:
@@ -127,7 +129,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
                                   dropped=f"{' and '.join(bad)} invalid twice ({reasons})"))
         else:
             b, h = (sweep_round_values(spec, runs["base"], runs["head"], tolerance) if spec.sweep
-                    else round_values(runs["base"][0], runs["head"][0], defs))
+                    else round_values(runs["base"][0], runs["head"][0], measured))
             rounds.append(ABRound(index=r, order=order, base=b, head=h, notes=notes))
         if on_round is not None:
             on_round(rounds[-1], runs)

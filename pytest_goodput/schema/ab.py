@@ -43,8 +43,12 @@ class ABResult(_Model):
     spec: ScenarioSpec | None = None
     seed: int = Field(0, description="round r's order comes from random.Random(seed + r)")
     confidence: float = Field(description="overall two-sided confidence of each interval")
-    looks: int = Field(description="most looks the stopping rule can take (Bonferroni)")
-    alpha_per_look: float = Field(description="two-sided error rate each look spends")
+    looks: int = Field(description="most looks the stopping rule can take")
+    alpha_per_look: float = Field(description="two-sided error rate of the last look's interval "
+                                  "(the regressed side's nominal level, twice)")
+    clear_alpha_per_look: float | None = Field(None, description="one-sided error rate of the last "
+                                               "look's cleared decision (None: as the interval's side)")
+    stopping: str = Field("", description="the stopping rule: each side's budget and its spending")
     min_rounds: int
     max_rounds: int
     rounds_used: int = Field(0, description="rounds judged (dropped ones excluded)")

@@ -24,7 +24,7 @@ class ABSummary(BaseModel):
     stop_reason: str = ""
     orders: list[str] = Field(default_factory=list, description="each round's order: AB or BA")
     looks: int = Field(description="most looks the stopping rule can take")
-    alpha_per_look: float = Field(description="two-sided error rate each look spends")
+    alpha_per_look: float = Field(description="two-sided error rate of the last look's interval")
 
     def line(self) -> str:
         """One line for reports: what ran, how many rounds, why it stopped."""
