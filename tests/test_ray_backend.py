@@ -154,6 +154,24 @@ def test_ray_measures_what_processes_do(local_ray, sim_url, spec):
     assert t2 < 3 * t1 + 20 and t1 < 3 * t2 + 20, (t1, t2)  # timing noise of a shared box only
 
 
+def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_url, monkeypatch):
+    from pytest_goodput.load import sketch_share
+
+    monkeypatch.setattr(sketch_share, "SAMPLE_REQUESTS", 11)  # 11 of 44: a quarter kept
+    spec = ScenarioSpec(scenario="server", rate=40, requests=40, warmup_requests=4, isl=8, osl=6,
+                        workers=2, seed=3, ttft_ms=5000, ttft_p90_ms=5000)
+    procs = run_scenario(spec, sim_url, "sim", salt=5)
+    sk = run_scenario(spec.model_copy(update={"backend": "ray", "sketch_above": 43}), sim_url, "sim", salt=5)
+    assert procs.percentiles == "exact" and sk.percentiles == "sketch"
+    assert (sk.issued, sk.completed, sk.goodput.good) == (procs.issued, procs.completed, procs.goodput.good)
+    assert sk.prompt_set == procs.prompt_set and sk.client.requests == procs.client.requests == 44
+    kept = sketch_share.SketchPlan(0.01, 0.25, 3, 44).kept()
+    assert [r.index for r in sk.requests] == [i for i in range(44) if kept[i]]  # by index, seeded
+    assert sk.sketch.sampled == sum(not r.warmup for r in sk.requests) and sk.sketch.threshold == 43
+    assert sk.metrics.ttft_ms.count == procs.metrics.ttft_ms.count == 40
+    assert [c.samples for c in sk.percentile_slos] == [c.samples for c in procs.percentile_slos]
+
+
 class _ExplodesInTheWorker:
     """A tokenizer that works here but cannot be unpickled where it is sent."""
 

@@ -22,7 +22,8 @@ from pytest_goodput.load.trace import Trace, load_trace
 from pytest_goodput.load.trace_replay import mean_gap, trace_items, trace_load, trace_schedule
 from pytest_goodput.load.workload import Dataset, WorkItem, build_workload
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.schema.results import ClientHealth
+from pytest_goodput.measure.run_part import RunPart
+from pytest_goodput.schema.results import ClientHealth, SketchInfo
 from pytest_goodput.schema.spec import ScenarioSpec
 
 ProgressFn = Callable[[int, int], None]
@@ -108,12 +109,25 @@ class HealthSource(Protocol):
 
 
 @dataclass
+class Sketched:
+    """A run too large to ship: its merged part, how it was sketched, every planned request."""
+
+    part: RunPart
+    info: SketchInfo
+    plans: list[RequestPlan]  # what the prompt fingerprint reads (the exchanges are a sample)
+
+
+@dataclass
 class RunOutput:
-    """What a run returns: raw exchanges (sorted by index) and the client's self-check."""
+    """What a run returns: raw exchanges (sorted by index) and the client's self-check.
+
+    ``sketched``: the run was sketched (``sketch_share.py``); ``exchanges`` is then its sample.
+    """
 
     exchanges: list[RawExchange]
     check: HealthSource  # a SelfCheck, or the merged checks of a sharded run
     load: dict[str, float]
+    sketched: Optional[Sketched] = None
 
 
 def scheduled_plans(sched: Schedule, supply: Supply, t0: Optional[float] = None) -> Iterator[RequestPlan]:

@@ -10,6 +10,10 @@ common start t0 is sent to each worker on its own clock, and its timestamps are 
 onto the driver's, so the union of all records is on one time base. The offsets and their
 error bound (RTT/2) are reported in the self-check's notes.
 
+A run of more requests than its threshold is sketched (``sketch_share.py``): each worker
+ships a mergeable part of the run and a sample instead of every record; its part's
+timestamps are mapped onto the driver's clock as records' are.
+
 A worker that raises, dies or falls silent fails the run with a ``ShardError`` naming it
 (with its traceback, redacted), within the same bounds as the process backend: never a hang.
 """
@@ -23,14 +27,16 @@ from typing import Any, Callable, NoReturn, Optional
 from pytest_goodput.load.client import check_reachable, run
 from pytest_goodput.load.clock_offset import ClockOffset, Sample, estimate
 from pytest_goodput.load.columns import unpack
-from pytest_goodput.load.drive import REACH_TIMEOUT_S, RunOutput
+from pytest_goodput.load.drive import REACH_TIMEOUT_S, RunOutput, Sketched
 from pytest_goodput.load.placement import place
 from pytest_goodput.load.ray_runtime import ensure
 from pytest_goodput.load.ray_worker import LoadWorker, host
 from pytest_goodput.load.selfcheck import ShardCheck, WorkerStats
 from pytest_goodput.load.shard import MARGIN_S, SILENCE_S, START_TIMEOUT_S, Init, ShardError
 from pytest_goodput.load.shard_plan import plan_run
+from pytest_goodput.load.sketch_share import SKETCH_S_PER_REQUEST, planned_requests, sketch_plan, threshold
 from pytest_goodput.measure.exchange import RawExchange
+from pytest_goodput.measure.run_part import RunPart
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -163,6 +169,8 @@ def run_ray(
     nodes = [(nd["NodeID"], float(nd["Resources"].get("CPU", 0))) for nd in ray.nodes() if nd["Alive"]]
     n = ray_workers(spec, len(nodes))
     plan = plan_run(spec, n, tokenizer, dataset, salt)
+    sketch = sketch_plan(spec, plan.total)  # None: every record shipped (the exact path)
+    merged: Optional[RunPart] = None
     actor = ray.remote(num_cpus=0, max_concurrency=4, max_restarts=0)(LoadWorker)
     pool = _Pool(ray, n)
     me = host()
@@ -178,13 +186,13 @@ def run_ray(
             pool.hosts.append(name)
             offsets.append(_offset(pool, k, shared=(name, boot) == me))
         for k, size in enumerate(plan.pools):
-            extra = (tokenizer, dataset) if plan.extendable else (None, None)
+            extra = (tokenizer, dataset) if plan.extendable else (tokenizer if sketch else None, None)
             init = Init(spec, base_url, model, api_key_env, max(1, size), salt, *extra)
             try:
                 blob = cloudpickle.dumps(init)
             except Exception as exc:  # noqa: BLE001 - whatever the tokenizer raises
                 pool.fail(k, f"could not be sent its work ({exc}); a tokenizer must be picklable")
-            pool.call(k, "start", blob)
+            pool.call(k, "start", blob, sketch)
         pool.collect("ready", START_TIMEOUT_S)
 
         def tick() -> None:
@@ -199,13 +207,20 @@ def run_ray(
             t0 = time.perf_counter() + GO_DELAY_S
             for k in range(n):
                 pool.send(k, ("go", t0 - offsets[k].shift_s))  # on the worker's own clock
-            done = pool.collect("done", GO_DELAY_S + bound_s + MARGIN_S, watch=True, on_tick=tick)
+            parse_s = SKETCH_S_PER_REQUEST * plan.total / n if sketch else 0.0
+            done = pool.collect("done", GO_DELAY_S + bound_s + MARGIN_S + parse_s, watch=True, on_tick=tick)
             for k in range(n):
                 cols, stats = done[k]
-                share = unpack(cols, offsets[k].shift_s)
-                exchanges += share
                 pool.stats[k].add(stats)
-                base += len(share)
+                if sketch is None:
+                    share = unpack(cols, offsets[k].shift_s)
+                    base += len(share)
+                else:
+                    part = cols["part"].shifted(offsets[k].shift_s)
+                    merged = part if merged is None else merged.merge(part)
+                    share = unpack(cols["sample"], offsets[k].shift_s)
+                    base += cols["count"]
+                exchanges += share
             pool.done = [0] * n
         if progress is not None:
             progress(base, plan.total or base)
@@ -214,4 +229,8 @@ def run_ray(
         check = RayCheck(plan.open_loop, plan.mean_gap_s, pool.stats, notes)
     finally:
         pool.close()
-    return RunOutput(sorted(exchanges, key=lambda ex: ex.plan.index), check, plan.load)
+    sketched = None
+    if sketch is not None and merged is not None:
+        info = sketch.info(threshold(spec), sum(not ex.plan.warmup for ex in exchanges))
+        sketched = Sketched(merged, info, planned_requests(plan, spec))
+    return RunOutput(sorted(exchanges, key=lambda ex: ex.plan.index), check, plan.load, sketched)

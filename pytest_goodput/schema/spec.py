@@ -89,6 +89,8 @@ class ScenarioSpec(BaseModel):
     backend: Literal["process", "ray"] = Field(
         "process", description="where the workers run: processes of this machine, or Ray actors"
     )
+    sketch_above: Optional[int] = Field(None, ge=1, description="a Ray run of more requests ships "
+                                        "sketches and a sample, not every record (None: 2,000,000)")
     # sweep / capacity
     sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
     sweep_over: Literal["concurrency", "rate"] = "concurrency"
@@ -319,11 +321,11 @@ class ScenarioSpec(BaseModel):
         """The fields that make two runs comparable.
 
         Gate settings (tolerances, gated metrics, the error-rate limit), the number of
-        repeats and the client's process count and backend are excluded: they judge or drive a run, they do not change what is
+        repeats and the client's process count, backend and sketch threshold are excluded: they judge or drive a run, they do not change what is
         measured. Fields at their default are left out, so a new field added with a default
         never orphans existing baselines.
         """
-        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "max_error_rate",
+        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "max_error_rate",
                 "interactivity_tolerance", "repeats"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
