@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 
 from pytest_goodput.judge.evidence import samples_of
 from pytest_goodput.load.sketch_share import SKETCH_ABOVE, SketchPlan, sketch_plan
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.measure.run_part import part_of
+from pytest_goodput.load.columns import unpack
+from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.run_part import part_of, records_of
 from pytest_goodput.measure.sketched import sketch_note, summarize_part
 from pytest_goodput.schema.results import ClientHealth, RequestRecord
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -32,6 +35,7 @@ def test_sketch_percentiles_are_within_one_percent_of_nearest_rank():
     s = QuantileSketch(ALPHA).extend(float(v) for v in range(1, 1001))
     for p, exact in ((50, 500.0), (90, 900.0), (99, 990.0), (100, 1000.0), (0.1, 1.0)):
         assert abs(s.percentile(p) - exact) <= ALPHA * exact, p
+    assert (round(s.percentile(50), 1), round(s.percentile(99), 1)) == (497.8, 982.6)  # docs/metrics.md
     assert (s.count, s.mean, s.max, s.min) == (1000, 500.5, 1000.0, 1.0)  # exact
     # four values: P50 is the 2nd (20), P75 the 3rd (30); the bucket of 20 is within 1 % of it
     small = QuantileSketch(ALPHA).extend([10.0, 20.0, 30.0, 40.0, None, math.nan])
@@ -149,3 +153,63 @@ def test_the_sample_is_chosen_by_request_index_from_the_seed():
     a, b = SketchPlan(ALPHA, 0.25, 7, 4000).kept(), SketchPlan(ALPHA, 0.25, 7, 4000).kept()
     assert (a == b).all() and 900 < a.sum() < 1100  # the same requests, whatever the workers
     assert not (a == SketchPlan(ALPHA, 0.25, 8, 4000).kept()).all()
+
+
+def test_reports_say_a_run_was_sketched():
+    from report_fixtures import passed
+
+    from pytest_goodput.report.markdown import render_markdown
+    from pytest_goodput.report.summary import render_result
+    from pytest_goodput.report.terminal import render_summary
+
+    spec, records, _ = CASES["server"]
+    info = SketchPlan(ALPHA, 0.1, 0, 400).info(300, 40)
+    got = summarize_part(part_of(records, spec, ALPHA), records[::10], spec, CLIENT, info)
+    note = sketch_note(got)
+    assert note == ("percentiles sketched (DDSketch, within ±1% of exact): 396 measured requests, above "
+                    "the 300-request threshold; counts, rates, goodput and SLO pass/fail exact; 40 requests "
+                    "(a seeded uniform 10.00% sample) kept for comparisons")
+    assert re.search(r"^sketched +" + re.escape(note), render_result(got), re.M)  # the CLI's table
+    o = passed().model_copy(update={"notes": [note]})
+    assert f"note: {o.nodeid}: {note}" in render_summary([o], width=400)  # pytest's terminal summary
+    assert f"> **Sketched:** {note}" in render_markdown([o])
+
+
+def _exchange(i: int, sched: float, rng: random.Random, tokens: int = 6) -> RawExchange:
+    sent = sched
+    t = sent + rng.uniform(0.01, 0.05)
+    reads = []
+    for j in range(tokens):
+        reads.append((t, f'data: {{"choices":[{{"text":" t{i}.{j}"}}]}}\n\n'.encode()))
+        t += rng.uniform(0.002, 0.01)
+    reads.append((t, b"data: [DONE]\n\n"))
+    return RawExchange(RequestPlan(i, f"p{i}", 4, tokens, sched, warmup=i < 2), sent, t, 200, reads)
+
+
+def test_a_worker_ships_its_share_summarized_in_slices_and_a_sample(monkeypatch):
+    from pytest_goodput.load import sketch_share
+
+    monkeypatch.setattr(sketch_share, "SLICE", 7)
+    monkeypatch.setattr(sketch_share, "TICK_S", 0.0)
+    rng, exs = random.Random(3), []
+    for u in range(2):  # two users' chains: each request starts at its predecessor's end
+        t = 1.0 + 0.001 * u
+        for j in range(20):
+            exs.append(_exchange(2 * j + u, t, rng))
+            t = exs[-1].end_at
+    exs.sort(key=lambda ex: ex.plan.index)
+    spec = ScenarioSpec(scenario="concurrency", concurrency=2, requests=38, warmup_requests=2, isl=4, osl=6,
+                        e2e_p90_ms=80)
+    plan = SketchPlan(ALPHA, 0.25, 1, 40)
+    ticks: list[int] = []
+    shipped = sketch_share.Sketcher(plan, spec, None).share(exs, ticks.append)
+    assert ticks == [7, 14, 21, 28, 35, 40] and shipped["count"] == 40
+    kept = plan.kept()
+    assert [ex.plan.index for ex in unpack(shipped["sample"])] == [i for i in range(40) if kept[i]]
+    exact = summarize(records_of(exs, spec, None), spec, CLIENT)
+    got = summarize_part(shipped["part"], [], spec, CLIENT, plan.info(39, 0))
+    assert exact.window.basis == got.window.basis == "steady_state"
+    assert got.window.seconds == pytest.approx(exact.window.seconds, rel=1e-9)
+    assert got.throughput.model_dump() == pytest.approx(exact.throughput.model_dump(), rel=1e-9)
+    assert (got.issued, got.completed, got.metrics.itl_ms.count) == (38, 38, exact.metrics.itl_ms.count)
+    assert got.percentile_slos[0].over_limit == exact.percentile_slos[0].over_limit

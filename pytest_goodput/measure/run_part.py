@@ -160,8 +160,12 @@ def _start(r: RequestRecord) -> float:
     return r.sent_at if r.sent_at is not None else r.scheduled_at
 
 
-def part_of(records: Sequence[RequestRecord], spec: ScenarioSpec, alpha: float) -> RunPart:
-    """The part of ``records`` (one worker's share of a phase, on its own clock)."""
+def part_of(records: Sequence[RequestRecord], spec: ScenarioSpec, alpha: float, chains: bool = True) -> RunPart:
+    """The part of ``records`` (one worker's share of a phase, on its own clock).
+
+    ``chains=False`` leaves out a closed loop's user chains, which need the whole share at
+    once: a share summarized in slices adds them with :func:`add_chains`.
+    """
     records = mark_good(list(records), spec)
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
@@ -200,7 +204,15 @@ def part_of(records: Sequence[RequestRecord], spec: ScenarioSpec, alpha: float) 
         p.last_end = max((r.end_at for r in measured if r.end_at is not None), default=None)
         sent = [r.sent_at for r in measured if r.sent_at is not None]
         p.sends, p.first_sent, p.last_sent = len(sent), min(sent, default=None), max(sent, default=None)
+    if chains:
+        add_chains(p, records, spec)
+    return p
+
+
+def add_chains(p: RunPart, records: Sequence[RequestRecord], spec: ScenarioSpec) -> RunPart:
+    """A closed loop's users' first and last requests and every measured send and end, into ``p``."""
     if spec.scenario == "concurrency":
+        measured = [r for r in records if not r.warmup]
         ends = {r.end_at for r in records if r.end_at is not None}
         scheduled = {r.scheduled_at for r in records}
         heads = [r for r in records if r.scheduled_at not in ends]
@@ -214,4 +226,4 @@ def part_of(records: Sequence[RequestRecord], spec: ScenarioSpec, alpha: float) 
     return p
 
 
-__all__ = ["RunPart", "SloPart", "offered_rate", "part_of", "records_of"]
+__all__ = ["RunPart", "SloPart", "add_chains", "offered_rate", "part_of", "records_of"]

@@ -153,15 +153,19 @@ def summarize_part(
     )
 
 
+#: How a sketched run's note begins (reports pick it out of a test's notes).
+SKETCH_NOTE = "percentiles sketched"
+
+
 def sketch_note(result: RunResult) -> Optional[str]:
     """What a sketched run's reader must know, in words (None for an exact run)."""
     info = result.sketch
     if result.percentiles != "sketch" or info is None:
         return None
-    return (f"percentiles sketched (DDSketch, within ±{info.relative_accuracy:.0%} of exact): "
+    return (f"{SKETCH_NOTE} (DDSketch, within ±{info.relative_accuracy:.0%} of exact): "
             f"{result.issued:,} measured requests, above the {info.threshold:,}-request threshold; "
             f"counts, rates, goodput and SLO pass/fail exact; {info.sampled:,} requests "
             f"(a seeded uniform {info.sample_fraction:.2%} sample) kept for comparisons")
 
 
-__all__ = ["part_window", "sketch_note", "sketched_distribution", "summarize_part"]
+__all__ = ["SKETCH_NOTE", "part_window", "sketch_note", "sketched_distribution", "summarize_part"]

@@ -43,7 +43,7 @@ def render_result(result: RunResult) -> str:
                  + f" (cpu {c.cpu_utilization:.0%}, send lag p99 {_f(result.send_lag_ms.p99, 2)} ms)"])
     note = sketch_note(result)
     if note is not None:
-        head.append(["percentiles", note])
+        head.append(["sketched", note])
     head += [["client note", n] for n in c.notes]  # retries, a failing engine, clock offsets (Ray)
     out = [tabulate(head, tablefmt="plain")]
 
