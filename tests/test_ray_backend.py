@@ -112,8 +112,8 @@ def test_the_backend_is_not_part_of_the_identity():
 
 
 def test_a_worker_reports_its_own_failure_with_the_traceback():
-    w = LoadWorker(0, 1)
-    w.start(b"not a pickle")
+    w = LoadWorker()
+    w.start(b"not a pickle", 0)
     msgs = w.poll(10.0)
     assert msgs[0][0] == "error" and "UnpicklingError" in msgs[0][1] and "Traceback" in msgs[0][1]
 
@@ -170,6 +170,20 @@ def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_ur
     assert sk.sketch.sampled == sum(not r.warmup for r in sk.requests) and sk.sketch.threshold == 43
     assert sk.metrics.ttft_ms.count == procs.metrics.ttft_ms.count == 40
     assert [c.samples for c in sk.percentile_slos] == [c.samples for c in procs.percentile_slos]
+
+
+def test_a_sessions_runs_reuse_their_actors(local_ray, sim_url):
+    from pytest_goodput.load import ray_actors
+
+    spec = ScenarioSpec(scenario="offline", requests=4, isl=8, osl=2, workers=2, backend="ray")
+    run_scenario(spec, sim_url, "sim")
+    before = dict(ray_actors.counts)
+    assert ray_actors.idle() >= 2  # kept, idle, after a run that ended well
+    r = run_scenario(spec, sim_url, "sim")
+    assert r.completed == 4 and r.client.workers == 2
+    assert ray_actors.counts == {"created": before["created"], "reused": before["reused"] + 2}
+    ray_actors.forget(ray)
+    assert ray_actors.idle() == 0
 
 
 class _ExplodesInTheWorker:

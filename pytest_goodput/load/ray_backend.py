@@ -10,6 +10,9 @@ common start t0 is sent to each worker on its own clock, and its timestamps are 
 onto the driver's, so the union of all records is on one time base. The offsets and their
 error bound (RTT/2) are reported in the self-check's notes.
 
+Actors outlive a run that ends well: their loops stop and they wait, idle, for the
+session's next run on their node (``ray_actors.py``); a failed run kills its actors.
+
 A run of more requests than its threshold is sketched (``sketch_share.py``): each worker
 ships a mergeable part of the run and a sample instead of every record; its part's
 timestamps are mapped onto the driver's clock as records' are.
@@ -29,6 +32,7 @@ from pytest_goodput.load.clock_offset import ClockOffset, Sample, estimate
 from pytest_goodput.load.columns import unpack
 from pytest_goodput.load.drive import REACH_TIMEOUT_S, RunOutput, Sketched
 from pytest_goodput.load.placement import place
+from pytest_goodput.load.ray_actors import created, give_back, take
 from pytest_goodput.load.ray_runtime import ensure
 from pytest_goodput.load.ray_worker import LoadWorker, host
 from pytest_goodput.load.selfcheck import ShardCheck, WorkerStats
@@ -46,6 +50,10 @@ GO_DELAY_S = 0.25
 CLOCK_ROUND_TRIPS = 7
 #: A worker's ``poll`` waits this long for a message before returning empty-handed.
 POLL_S = 0.2
+#: Seconds a worker may take to stop its loop after a run before its actor is killed, not kept.
+FINISH_S = 10.0
+#: Seconds an actor kept from an earlier run has to answer before a fresh one replaces it.
+ALIVE_S = 10.0
 
 
 def ray_workers(spec: ScenarioSpec, nodes: int) -> int:
@@ -137,6 +145,20 @@ class _Pool:
                     self.fail(k, f"sent nothing for {SILENCE_S:.0f} s (hung)")
         return got
 
+    def release(self, nodes: list[str]) -> None:
+        """After a run that ended well: stop each worker's loop and keep the idle actor for the
+        session's next run on its node (``ray_actors``); one that does not stop is killed."""
+        for k, a in enumerate(self.actors):
+            try:
+                idle = self.ray.get(a.finish.remote(FINISH_S), timeout=FINISH_S + START_TIMEOUT_S)
+            except self.ray.exceptions.RayError:
+                idle = False
+            if idle:
+                give_back(self.ray, nodes[k], a)
+            else:
+                self.ray.kill(a, no_restart=True)
+        self.actors = []
+
     def close(self) -> None:
         for a in self.actors:
             try:
@@ -144,6 +166,16 @@ class _Pool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
+
+
+def _alive(ray: Any, actor: Any) -> bool:
+    """Whether a kept actor still answers (its node may have gone since the last run)."""
+    try:
+        ray.get(actor.host.remote(), timeout=ALIVE_S)
+        return True
+    except ray.exceptions.RayError:
+        ray.kill(actor, no_restart=True)
+        return False
 
 
 def _offset(pool: _Pool, k: int, shared: bool) -> ClockOffset:
@@ -177,9 +209,16 @@ def run_ray(
     exchanges: list[RawExchange] = []
     base = 0
     try:
-        for k, node in enumerate(place(n, nodes)):
-            strategy = NodeAffinitySchedulingStrategy(node, soft=False)
-            pool.actors.append(actor.options(scheduling_strategy=strategy).remote(k, n))
+        placed = place(n, nodes)
+        for node in placed:
+            kept = take(ray, node)
+            if kept is not None and not _alive(ray, kept):
+                kept = None
+            if kept is None:
+                strategy = NodeAffinitySchedulingStrategy(node, soft=False)
+                kept = actor.options(scheduling_strategy=strategy).remote()
+                created()
+            pool.actors.append(kept)
         offsets: list[ClockOffset] = []
         for k in range(n):
             name, boot = pool.call(k, "host")
@@ -192,7 +231,7 @@ def run_ray(
                 blob = cloudpickle.dumps(init)
             except Exception as exc:  # noqa: BLE001 - whatever the tokenizer raises
                 pool.fail(k, f"could not be sent its work ({exc}); a tokenizer must be picklable")
-            pool.call(k, "start", blob, sketch)
+            pool.call(k, "start", blob, k, sketch)
         pool.collect("ready", START_TIMEOUT_S)
 
         def tick() -> None:
@@ -227,6 +266,7 @@ def run_ray(
         notes = [f"worker {k + 1} of {n} (Ray actor on {pool.hosts[k]}): {o.describe()}"
                  for k, o in enumerate(offsets)]
         check = RayCheck(plan.open_loop, plan.mean_gap_s, pool.stats, notes)
+        pool.release(placed)
     finally:
         pool.close()
     sketched = None

@@ -66,10 +66,9 @@ def host() -> tuple[str, str]:
 
 
 class LoadWorker:
-    """A Ray actor's body: worker ``k`` of ``n`` of one run."""
+    """A Ray actor's body: one load worker, for one run at a time."""
 
-    def __init__(self, k: int, n: int) -> None:
-        self.k, self.n = k, n
+    def __init__(self) -> None:
         self._in: "queue.Queue[tuple[Any, ...]]" = queue.Queue()
         self._out: "queue.Queue[tuple[Any, ...]]" = queue.Queue()
         self._thread: Optional[threading.Thread] = None
@@ -81,14 +80,26 @@ class LoadWorker:
         """This worker's wall and monotonic clocks, read back to back."""
         return time.time(), time.perf_counter()
 
-    def start(self, init_blob: bytes, sketch: Optional[SketchPlan] = None) -> None:
-        """Unpickle the ``Init`` and start the worker loop; failures come back through ``poll``.
+    def start(self, init_blob: bytes, k: int, sketch: Optional[SketchPlan] = None) -> None:
+        """Unpickle the ``Init`` and start worker ``k``'s loop; failures come back through ``poll``.
 
         ``sketch``: the run is sketched; each phase's share is shipped as a part and a sample.
+        An actor kept from an earlier run (``ray_actors``) starts afresh: new queues, new loop.
         """
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError("this load worker is still running an earlier run")
+        self._in, self._out = queue.Queue(), queue.Queue()
         self._thread = threading.Thread(target=self._main, args=(init_blob, sketch), daemon=True,
-                                        name=f"goodput-load-worker-{self.k + 1}")
+                                        name=f"goodput-load-worker-{k + 1}")
         self._thread.start()
+
+    def finish(self, timeout_s: float) -> bool:
+        """Stop the loop (its connections closed) and wait for it: True when the actor is idle."""
+        if self._thread is None:
+            return True
+        self._in.put(("stop",))
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
 
     def _main(self, init_blob: bytes, sketch: Optional[SketchPlan]) -> None:
         try:
