@@ -147,7 +147,13 @@ class _Pool:
 
     def release(self, nodes: list[str]) -> None:
         """After a run that ended well: stop each worker's loop and keep the idle actor for the
-        session's next run on its node (``ray_actors``); one that does not stop is killed."""
+        session's next run on its node (``ray_actors``); one that does not stop is killed.
+
+        Polls still out are waited for first: one running late would read the next run's queue.
+        """
+        if self.polls:
+            self.ray.wait(list(self.polls.values()), num_returns=len(self.polls), timeout=POLL_S * 10)
+        self.polls = {}
         for k, a in enumerate(self.actors):
             try:
                 idle = self.ray.get(a.finish.remote(FINISH_S), timeout=FINISH_S + START_TIMEOUT_S)
@@ -156,16 +162,20 @@ class _Pool:
             if idle:
                 give_back(self.ray, nodes[k], a)
             else:
-                self.ray.kill(a, no_restart=True)
+                _kill(self.ray, a)
         self.actors = []
 
     def close(self) -> None:
         for a in self.actors:
-            try:
-                self.ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
+            _kill(self.ray, a)
         self.actors = []
+
+
+def _kill(ray: Any, actor: Any) -> None:
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
 
 
 def _alive(ray: Any, actor: Any) -> bool:
@@ -174,7 +184,7 @@ def _alive(ray: Any, actor: Any) -> bool:
         ray.get(actor.host.remote(), timeout=ALIVE_S)
         return True
     except ray.exceptions.RayError:
-        ray.kill(actor, no_restart=True)
+        _kill(ray, actor)
         return False
 
 
