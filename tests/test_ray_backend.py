@@ -118,6 +118,38 @@ def test_a_worker_reports_its_own_failure_with_the_traceback():
     assert msgs[0][0] == "error" and "UnpicklingError" in msgs[0][1] and "Traceback" in msgs[0][1]
 
 
+class _FakeRay:
+    """Just what ``ray_actors`` reads: the session's job id, and kills."""
+
+    def __init__(self, job):
+        self.job, self.killed = job, []
+
+    def get_runtime_context(self):
+        return self
+
+    def get_job_id(self):
+        return self.job
+
+    def is_initialized(self):
+        return True
+
+    def kill(self, actor, no_restart=True):
+        self.killed.append(actor)
+
+
+def test_kept_actors_belong_to_their_node_and_ray_session():
+    from pytest_goodput.load import ray_actors
+
+    one = _FakeRay("01")
+    ray_actors.give_back(one, "node-a", "actor-1")
+    assert ray_actors.take(one, "node-b") is None and ray_actors.take(one, "node-a") == "actor-1"
+    ray_actors.give_back(one, "node-a", "actor-2")
+    assert ray_actors.take(_FakeRay("02"), "node-a") is None  # a new runtime: the old handles are gone
+    ray_actors.give_back(one, "node-a", "actor-3")  # back to session 01 (the cache follows it)
+    ray_actors.forget(one)
+    assert one.killed == ["actor-3"] and ray_actors.idle() == 0
+
+
 # --- on a local Ray runtime, against the simulator ----------------------------------------
 
 
