@@ -20,12 +20,17 @@ streaming client for comparison.
     python bench/client_accuracy.py            # about 80 s
     python bench/client_accuracy.py --busy     # the same beside a CPU-bound neighbour per core
     python bench/client_accuracy.py --busy --client-cpus 1 --server-cpus 0   # ... with placement
+    python bench/client_accuracy.py --busy --capture --skip-httpx   # ... receive times from packets
 
 ``--busy`` starts one CPU-bound neighbour process per core for the whole run (what a shared
 CI runner looks like). ``--client-cpus`` puts the client on those CPUs with the plugin's
 :class:`pytest_goodput.run.affinity.ClientPlacement` (pinning, and a raised priority where
 permitted), ``--server-cpus`` the reference server with the engine launcher's wrapper.
 Each concurrency phase is also judged by the client's own self-check, as a gated run is.
+``--capture`` (needs CAP_NET_RAW, e.g. root) runs every aiohttp phase under the plugin's packet
+capture (``docs/capture.md``): reads are retimed to the packets that carried them before
+anything is measured, and the self-check is told when every event was mapped; the mapped
+fractions are printed. The httpx comparison keeps read-time stamps.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from pytest_goodput.load.capture import begin as begin_capture
+from pytest_goodput.load.capture import finish as finish_capture
 from pytest_goodput.load.client import OpenAIClient, run
 from pytest_goodput.load.selfcheck import judge as self_check
 from pytest_goodput.run.affinity import ClientPlacement
@@ -169,7 +176,12 @@ async def ticker(lags: list[float], period: float = 0.005) -> None:
         lags.append((clock() - due) * 1e3)
 
 
-def phase(make: Callable[[], Any], body: Callable[[Any], Any]) -> tuple[list[RawExchange], float, list[float]]:
+def phase(make: Callable[[], Any], body: Callable[[Any], Any],
+          capture_url: str | None = None) -> tuple[list[RawExchange], float, list[float], Any, float]:
+    """One phase on a fresh client; under ``capture_url`` its reads retimed to the packets."""
+    t_phase = time.perf_counter()
+    cap, why = begin_capture("on" if capture_url else "off", "process", capture_url or "")
+
     async def go() -> tuple[list[RawExchange], float, list[float]]:
         async with make() as client:
             if hasattr(client, "open_connections"):
@@ -182,7 +194,11 @@ def phase(make: Callable[[], Any], body: Callable[[Any], Any]) -> tuple[list[Raw
             tick.cancel()
             return exs, cpu, lags
 
-    return run(go())
+    exs, cpu, lags = run(go())
+    stamps = finish_capture(cap, why, exs)
+    # the capture process's own CPU seconds over the phase's wall seconds
+    stamps_cpu = (cap.stats.get("cpu_s", float("nan")) if cap else 0.0) / (time.perf_counter() - t_phase)
+    return exs, cpu, lags, stamps, stamps_cpu
 
 
 def accuracy(exs: list[RawExchange], log: dict[str, Any], cpu: float, loop_lag: list[float]) -> dict[str, float]:
@@ -244,6 +260,8 @@ def main() -> int:
     ap.add_argument("--busy", action="store_true", help="a CPU-bound neighbour process per core")
     ap.add_argument("--client-cpus", help="place the client on these CPUs (e.g. 1)")
     ap.add_argument("--server-cpus", help="run the reference server on these CPUs (e.g. 0)")
+    ap.add_argument("--capture", action="store_true",
+                    help="aiohttp phases under packet capture (needs CAP_NET_RAW)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     load_before = os.getloadavg()
@@ -254,13 +272,14 @@ def main() -> int:
         print(f"[{placement.describe()}]")
     proc, url = start_server(args.server_cpus)
     clients: dict[str, Callable[[], Any]] = {
-        "aiohttp": lambda: OpenAIClient(url, "ref-model", max_connections=256),
+        "aiohttp": lambda: OpenAIClient(url, "ref-model", max_connections=256, keep_wire=args.capture),
     }
     if not args.skip_httpx:
         clients["httpx"] = lambda: HttpxClient(url, "ref-model")
     res: dict[str, dict[str, dict[str, float]]] = {}
     try:
         for name, make in clients.items():
+            captured = args.capture and name == "aiohttp"
             res[name] = {}
             for label, body in (
                 ("c1", lambda c: closed_loop(c, 1, args.c1_requests)),
@@ -268,14 +287,24 @@ def main() -> int:
                 ("c64closed", lambda c: closed_loop(c, 64, args.c64_rounds)),
             ):
                 server_log(url, reset=True)
-                exs, cpu, lags = phase(make, body)
+                exs, cpu, lags, stamps, capture_cpu = phase(make, body, url if captured else None)
                 res[name][label] = accuracy(exs, server_log(url), cpu, lags)
                 health = self_check(cpu_utilization=cpu, loop_lags_ms=lags, send_lags_ms=[], open_loop=False,
-                                    ttft_p50_ms=res[name][label]["ttft_p50"], itl_p50_ms=ITL_MS)
+                                    ttft_p50_ms=res[name][label]["ttft_p50"], itl_p50_ms=ITL_MS,
+                                    exact_receive=stamps.exact)
+                if captured:
+                    print(f"  [{label}: {stamps.events_mapped}/{stamps.events} events, "
+                          f"{stamps.responses_mapped}/{stamps.responses} responses mapped, "
+                          f"{stamps.packets} packets, {stamps.packets_dropped} dropped, "
+                          f"clock error {stamps.clock_error_ms:.4f} ms; read - packet P50/P99 "
+                          f"{stamps.receive_lag_ms.p50:.2f}/{stamps.receive_lag_ms.p99:.2f} ms, "
+                          f"end {stamps.end_lag_ms.p50:.2f}/{stamps.end_lag_ms.p99:.2f} ms; "
+                          f"capture process CPU {capture_cpu:.3f} core]", flush=True)
                 res[name][label]["valid"] = float(health.valid)
                 res[name][label]["reasons"] = "; ".join(health.reasons)  # type: ignore[assignment]
             server_log(url, reset=True)
-            exs, cpu, lags = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens))
+            exs, cpu, lags, _, _ = phase(make, lambda c: poisson(c, args.rate, args.poisson_seconds, args.poisson_tokens),
+                                      url if captured else None)
             res[name]["poisson"] = {**arrivals(exs, args.rate), "cpu": cpu,
                                     "loop_lag_p50": pct(lags, 50), "loop_lag_p99": pct(lags, 99)}
             print(f"[{name} done at {time.perf_counter() - t_start:.0f} s]", flush=True)
@@ -331,7 +360,8 @@ def main() -> int:
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s; 1-min load average {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after, on {os.cpu_count()} cores"
           + (f"; {len(neighbours)} CPU-bound neighbours" if neighbours else "")
-          + (f"; {placement.describe()}" if placement else "; client and server share the cores"))
+          + (f"; {placement.describe()}" if placement else "; client and server share the cores")
+          + ("; aiohttp receive times from packet capture" if args.capture else ""))
     return 0 if all(ok for _, ok in bars) else 1
 
 

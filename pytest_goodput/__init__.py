@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_goodput.load.scenario import run_scenario
     from pytest_goodput.run.runner import run_once
     from pytest_goodput.schema.ab import ABResult
+    from pytest_goodput.schema.ab_summary import ABSummary
     from pytest_goodput.schema.frontier import FrontierPoint
     from pytest_goodput.schema.measurement import Measurement
     from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
@@ -46,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "Measurement": "pytest_goodput.schema.measurement",
     "FrontierPoint": "pytest_goodput.schema.frontier",
     "ABResult": "pytest_goodput.schema.ab",
+    "ABSummary": "pytest_goodput.schema.ab_summary",
     "Engine": "pytest_goodput.engines.engine",
     "run_once": "pytest_goodput.run.runner",
     "run_scenario": "pytest_goodput.load.scenario",
@@ -54,6 +56,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "ABResult",
+    "ABSummary",
     "Engine",
     "FrontierPoint",
     "Measurement",

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_goodput.engines.ports import free_port
+
 SMALL = ["--scenario", "concurrency", "--concurrency", "4", "--requests", "40",
          "--isl", "32", "--osl", "16", "--seed", "1"]
 
@@ -25,11 +27,11 @@ def test_the_same_simulator_on_both_sides_passes(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     result = json.loads(out.read_text())
     verdicts = {c["metric"]: c["verdict"] for c in result["comparisons"]}
-    # A/A: nothing regressed; the steady median passes (a busy machine may widen an
-    # interval beyond the tolerance: underpowered, never a false regression).
+    # A/A: nothing regressed; the steady metrics pass or, when a busy machine widens the
+    # interval beyond the tolerance in 4 rounds, are underpowered: never a false regression.
     assert "regressed" not in verdicts.values()
     steady = (verdicts["throughput.output_tokens_per_s"], verdicts["metrics.tpot_ms.p50"])
-    assert "pass" in steady and set(steady) <= {"pass", "underpowered"}
+    assert set(steady) <= {"pass", "underpowered"}
     assert result["rounds_used"] + result["rounds_dropped"] <= 4
     assert re.search(r"after \d rounds \(ABBA order, seed 1\)", p.stdout)
 
@@ -40,6 +42,21 @@ def test_a_slowed_head_is_a_regression() -> None:
     rows = {line.split("  ")[0]: line for line in p.stdout.splitlines()}
     assert "regressed" in rows["TPOT P50 (ms)"], p.stdout  # +30 %: decided at the first look
     assert re.search(r"decided after [34] rounds \(ABBA order, seed 1\): .*metrics\.tpot_ms\.p50", p.stdout)
+    assert "one engine at a time" not in p.stdout  # both fit: both stay up
+
+
+def test_engines_that_cannot_run_together_run_one_at_a_time() -> None:
+    # Both commands bind the same fixed port: the head cannot start beside the base, so the
+    # command stops the base and runs each side on a freshly started engine.
+    port = free_port()
+    sim = f"{sys.executable} -m pytest_goodput sim --port {port}"
+    p = ab(*SMALL, "--base-serve", sim, "--head-serve", f"{sim} --slowdown 1.3", "--max-rounds", "4")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "the head engine did not start beside the base (" in p.stderr  # the port was taken
+    rows = {line.split("  ")[0]: line for line in p.stdout.splitlines()}
+    assert "regressed" in rows["TPOT P50 (ms)"], p.stdout
+    used = int(re.search(r"decided after (\d) rounds", p.stdout).group(1))
+    assert f"note: one engine at a time: each run started its engine afresh ({2 * used} starts," in p.stdout
 
 
 @pytest.mark.parametrize("args,message", [
@@ -49,6 +66,7 @@ def test_a_slowed_head_is_a_regression() -> None:
     (["--base-url", "http://127.0.0.1:9", "--base-sim", "slowdown=1"], "exclude each other"),
     (["--scenario", "sweep", "--sweep", "1,2"], "A/B mode compares single-load scenarios"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--exclusive", "--head-url", "http://127.0.0.1:9"], "--exclusive starts and stops both engines"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str) -> None:
     p = ab(*args, timeout=60)

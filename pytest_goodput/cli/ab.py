@@ -36,9 +36,11 @@ from pytest_goodput.report.vocabulary import (
     metric_info,
     metric_label,
 )
+from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.run.ab import ab_metrics, run_ab
 from pytest_goodput.schema.ab import ABResult
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.ab_options import sim_knobs
+from pytest_goodput.schema.spec import SpecError, build_spec
 from pytest_goodput.sim.profile import SimProfileError, profile_from_env_and_args
 from pytest_goodput.store.files import write_atomic
 
@@ -65,19 +67,19 @@ def add_ab_parser(sub: Any) -> None:
     ab.add_argument("--tolerance", type=float, help="tolerance of every gated metric, as compare's --tolerance "
                          "(default: each metric's own)")
     ab.add_argument("--strict", action="store_true", help="also fail inconclusive and underpowered")
+    ab.add_argument("--exclusive", action="store_true",
+                    help="one engine at a time, each run on a freshly started one (the default "
+                         "when the second engine cannot start beside the first)")
     ab.add_argument("--json", help="write the A/B result (rounds, comparisons) here")
 
 
 def parse_knobs(side: str, text: str) -> dict[str, str]:
     """``slowdown=1.2,noise_sigma=0.01`` → knobs, checked against the simulator's profile."""
-    knobs: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise CLIError(f"--{side}-sim: {part!r} is not knob=value (e.g. slowdown=1.2)")
-        knobs[key.strip().replace("-", "_")] = value.strip()
     try:
+        knobs = sim_knobs(text, f"--{side}-sim")
         profile_from_env_and_args(knobs, env={})
+    except SpecError as exc:
+        raise CLIError(str(exc)) from None
     except SimProfileError as exc:
         raise CLIError(f"--{side}-sim: " + "; ".join(
             line.strip() for line in str(exc).splitlines())) from None
@@ -154,19 +156,36 @@ def cmd_ab(ns: argparse.Namespace) -> int:
     timeout = ready_timeout(ns.ready_timeout)
     for side in SIDES:  # flags first: no engine is started for a command that cannot run
         check_side(side, ns)
+    attached = [f"--{side}-url" for side in SIDES if getattr(ns, f"{side}_url")]
+    if ns.exclusive and attached:
+        raise CLIError(f"--exclusive starts and stops both engines: {' and '.join(attached)} "
+                       "attaches to one this command cannot restart")
     spec = build_spec(spec_args(ns), where="command line")
     ab_metrics(spec, ns.tolerance)  # a sweep or repeats: refused before any engine starts
     engines: list[Engine] = []
     code = EXIT_INVALID  # until judged: an interrupted or crashed run keeps the engines' logs
     result: ABResult | None = None
+    exclusive = ns.exclusive
     try:
-        for side in SIDES:
-            engines.append(_engine(side, ns, timeout))
+        engines.append(_engine("base", ns, timeout))
+        if exclusive:
+            engines[0].close()  # started again for its first run
+        try:
+            engines.append(_engine("head", ns, timeout))
+        except EngineStartError as exc:
+            if exclusive or not engines[0].can_relaunch:
+                raise
+            engines[0].close()  # both do not fit: the head alone, then one at a time
+            engines.append(_engine("head", ns, timeout))
+            exclusive = True
+            why = (str(exc).splitlines()[1:2] or ["it failed"])[0]
+            print(f"the head engine did not start beside the base ({why}): one engine at a time",
+                  file=sys.stderr)
         print(f"A/B {spec.scenario}: base {_describe(ns, 'base')}, head {_describe(ns, 'head')}",
               file=sys.stderr)
         result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
                         max_rounds=ns.max_rounds, tolerance=ns.tolerance,
-                        say=lambda s: print(s, file=sys.stderr))
+                        say=lambda s: print(s, file=sys.stderr), exclusive=exclusive)
         code = ab_exit_code(result, ns.strict)
     finally:
         for e in engines:

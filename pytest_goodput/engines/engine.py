@@ -60,6 +60,17 @@ class Engine:
         if self._start is None:
             raise RuntimeError(f"an {self.kind} engine was not started here and cannot be relaunched")
         self.close()
+        self.start()
+
+    @property
+    def running(self) -> bool:
+        """False only for an engine of ours that was stopped (``close()``) and not started again."""
+        return self._handle is not None or self._start is None
+
+    def start(self) -> None:
+        """Start a stopped engine of ours afresh (A/B mode with one engine at a time)."""
+        if self._start is None or self._handle is not None:
+            return
         self._handle = self._start()
         self.base_url = self._handle.base_url
         self.log_path = str(self._handle.log_path)
@@ -160,21 +171,25 @@ def launch(
     )
 
 
-def simulator(model: Optional[str] = None, cpus: Optional[Sequence[int]] = None, **knobs: Any) -> Engine:
+def simulator(model: Optional[str] = None, cpus: Optional[Sequence[int]] = None, *,
+              own_knobs_only: bool = False, **knobs: Any) -> Engine:
     """Start the embedded simulator in its own process; ``knobs`` override its profile.
 
     Knobs go through ``GOODPUT_SIM_*`` variables so a test can start a deliberately slowed
-    engine (``simulator(slowdown=1.2)``) next to the session's normal one.
+    engine (``simulator(slowdown=1.2)``) next to the session's normal one. ``own_knobs_only``
+    ignores the ``GOODPUT_SIM_*`` variables of this process (an A/B base: they set the head).
     """
 
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not (own_knobs_only and k.startswith("GOODPUT_SIM_"))}
+    unset = [k for k in os.environ if k not in env]
     for key, value in knobs.items():
         env[f"GOODPUT_SIM_{key.upper()}"] = str(value)
     cmd = [sys.executable, "-m", "pytest_goodput", "sim", "--port", "0"]
     if model:
         cmd += ["--model", model]
     def fresh() -> Any:
-        return start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True, cpus=cpus)
+        return start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True, cpus=cpus,
+                     unset=unset)
 
     handle = fresh()
     sim_env = {k: v for k, v in env.items() if k.startswith("GOODPUT_SIM_")}

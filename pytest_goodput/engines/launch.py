@@ -220,13 +220,15 @@ def launch(
     url_from_stdout: Optional[bool] = None,
     grace_s: float = 10.0,
     cpus: Optional[Sequence[int]] = None,
+    unset: Sequence[str] = (),
 ) -> LaunchedEngine:
     """Start ``cmd`` and return once it answers on a health path.
 
     The URL comes from, in this order: a ``{port}`` placeholder in ``cmd`` (filled with a
     free port, ``base_url`` then defaults to ``http://{host}:{port}/v1``); an explicit
     ``base_url`` (may use ``{host}``/``{port}``); else the first stdout line that is a URL
-    (``url_from_stdout``). ``env`` is added to the current environment. ``cpus`` pins the
+    (``url_from_stdout``). ``env`` is added to the current environment, less the ``unset``
+    names. ``cpus`` pins the
     engine and everything it starts to those CPUs. Raises ``EngineStartError`` with the
     command, the reason and the log tail.
     """
@@ -249,7 +251,7 @@ def launch(
         log_dir = tempfile.mkdtemp(prefix="goodput-engine-")
         log_path = os.path.join(log_dir, "engine.log")
     opts = dict(
-        env={**os.environ, **(env or {})}, cwd=cwd, ready_timeout_s=ready_timeout_s,
+        env={**{k: v for k, v in os.environ.items() if k not in unset}, **(env or {})}, cwd=cwd, ready_timeout_s=ready_timeout_s,
         log_path=log_path, log_dir=log_dir, health_paths=tuple(health_paths), host=host, base_url=base_url,
         url_from_stdout=url_from_stdout, grace_s=grace_s, cpus=tuple(cpus) if cpus else None,
     )

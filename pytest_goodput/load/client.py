@@ -109,6 +109,7 @@ class OpenAIClient:
         max_connections: int = 256,
         ignore_eos: bool = True,
         extra_body: dict | None = None,
+        keep_wire: bool = False,
     ) -> None:
         if api not in APIS:
             raise ValueError(f"api must be one of {APIS}, got {api!r}")
@@ -122,6 +123,7 @@ class OpenAIClient:
         self.max_connections = max_connections
         self.ignore_eos = ignore_eos
         self.extra_body = dict(extra_body or {})
+        self.keep_wire = keep_wire  # raw responses for packet capture (docs/capture.md)
         self._url = self.base_url + ("/completions" if api == "completions" else "/chat/completions")
         auth, self._secret = _auth_headers(api_key_env)
         self._headers = {
@@ -171,7 +173,7 @@ class OpenAIClient:
         connector = aiohttp.TCPConnector(
             limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300, force_close=force_close
         )
-        install_protocol(connector, asyncio.get_running_loop(), self._server_closes)
+        install_protocol(connector, asyncio.get_running_loop(), self._server_closes, self.keep_wire)
         timeout = aiohttp.ClientTimeout(
             total=self.timeout_s, sock_connect=min(self.timeout_s, CONNECT_TIMEOUT_S)
         )
@@ -273,6 +275,7 @@ class OpenAIClient:
                 ex.end_at = clock()
                 return
             stamped = hasattr(proto, "read_at")
+            ex.wire = getattr(proto, "wire", None)
             async for chunk in resp.content.iter_any():
                 # the hot path: the time the loop received the bytes, and the bytes
                 append((proto.read_at if stamped else clock(), chunk))

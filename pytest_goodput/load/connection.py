@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import functools
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any, Callable, Optional
+
+from pytest_goodput.measure.exchange import Wire
 
 try:  # aiohttp internals; without them reads are stamped in the reading task instead
     from aiohttp.client_proto import ResponseHandler
@@ -20,6 +22,7 @@ except ImportError:  # pragma: no cover
 
 def install_protocol(
     connector: Any, loop: asyncio.AbstractEventLoop, on_closed_after_response: Callable[[], None],
+    keep_wire: bool = False,
 ) -> None:
     """Make ``connector`` build connections whose protocol stamps every socket read.
 
@@ -33,6 +36,12 @@ def install_protocol(
     that has gone back to the pool after a response (``should_close`` is read by the
     connector exactly then), which ``OpenAIClient`` uses to stop reusing connections to a
     server that closes them after a response.
+
+    ``keep_wire`` (packet capture, ``docs/capture.md``): each response's raw bytes are kept
+    in a :class:`Wire` with the connection's addresses and the bytes it delivered before,
+    begun when aiohttp sets the connection up for a request (``set_response_params``, just
+    before the request is written; HTTP/1.1 without pipelining, so every byte after it
+    belongs to this response).
     """
     if ResponseHandler is None:  # pragma: no cover
         return
@@ -62,7 +71,29 @@ def install_protocol(
                 on_closed_after_response()
             return ResponseHandler.should_close.fget(self)  # type: ignore[attr-defined,no-any-return]
 
-    connector._factory = functools.partial(StampedResponseHandler, loop=loop)
+    class WireResponseHandler(StampedResponseHandler):
+        wire: Optional[Wire] = None
+        delivered = 0
+        ends: tuple[tuple[str, int], tuple[str, int]] = (("", 0), ("", 0))
+
+        def connection_made(self, transport: Any) -> None:
+            local, remote = transport.get_extra_info("sockname"), transport.get_extra_info("peername")
+            if local and remote:
+                self.ends = ((str(local[0]), int(local[1])), (str(remote[0]), int(remote[1])))
+            super().connection_made(transport)
+
+        def set_response_params(self, *args: Any, **kwargs: Any) -> None:
+            self.wire = Wire(self.ends[0], self.ends[1], self.delivered)
+            super().set_response_params(*args, **kwargs)
+
+        def data_received(self, data: bytes) -> None:
+            self.delivered += len(data)
+            if self.wire is not None:
+                self.wire.chunks.append(data)
+            super().data_received(data)
+
+    connector._factory = functools.partial(
+        WireResponseHandler if keep_wire else StampedResponseHandler, loop=loop)
 
 
 async def stamp_sent(_session: Any, ctx: Any, _params: Any) -> None:

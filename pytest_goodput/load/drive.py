@@ -105,7 +105,7 @@ class Supply:
 
 
 class HealthSource(Protocol):
-    def health(self) -> ClientHealth: ...
+    def health(self, exact_receive: bool = False) -> ClientHealth: ...
 
 
 @dataclass

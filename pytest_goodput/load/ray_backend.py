@@ -71,8 +71,8 @@ class RayCheck(ShardCheck):
 
     clock_notes: list[str] = field(default_factory=list)
 
-    def health(self) -> Any:
-        h = super().health()
+    def health(self, exact_receive: bool = False) -> Any:
+        h = super().health(exact_receive)
         return h.model_copy(update={"notes": [*h.notes, *self.clock_notes]})
 
 

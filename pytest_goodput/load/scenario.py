@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from pytest_goodput.load.capture import begin as begin_capture
+from pytest_goodput.load.capture import finish as finish_capture
 from pytest_goodput.load.client import OpenAIClient, check_reachable
 from pytest_goodput.load.client import run as run_loop
 from pytest_goodput.load.drive import (
@@ -37,6 +39,7 @@ from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.record import to_record
 from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
 from pytest_goodput.measure.sketched import summarize_part
+from pytest_goodput.measure.retime import think_time_note
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -49,7 +52,7 @@ async def _run_in_process(
     async with OpenAIClient(
         base_url, model, api=spec.api, stream=spec.stream, api_key_env=api_key_env,
         timeout_s=spec.timeout_s, max_connections=pool_size(spec), ignore_eos=spec.ignore_eos,
-        extra_body=reasoning_body(spec),
+        extra_body=reasoning_body(spec), keep_wire=spec.capture != "off",
     ) as client:
         # Connect before the clock starts: a TCP connect inside a timed send is client
         # time, and would show up as send lag or TTFT.
@@ -78,16 +81,24 @@ def run_scenario(
         dataset = load_trace(spec)
     if salt is None:
         salt = int.from_bytes(os.urandom(3), "big")
-    if spec.backend == "ray":  # Ray itself is imported only when a run uses it
-        out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
-                      progress=progress, dataset=dataset, salt=salt)
-    elif effective_workers(spec) > 1:
-        out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+    # started before the first connect: a connection's SYN-ACK gives its sequence numbers
+    capture, why_not = begin_capture(spec.capture, spec.backend, base_url)
+    try:
+        if spec.backend == "ray":  # Ray itself is imported only when a run uses it
+            out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                           progress=progress, dataset=dataset, salt=salt)
-    else:
-        out = run_loop(
-            _run_in_process(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
-        )
+        elif effective_workers(spec) > 1:
+            out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+                              progress=progress, dataset=dataset, salt=salt)
+        else:
+            out = run_loop(
+                _run_in_process(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
+            )
+    except BaseException:
+        if capture is not None:
+            capture.stop()
+        raise
+    stamps = finish_capture(capture, why_not, out.exchanges)
     records = [
         to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
                   min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None)
@@ -99,9 +110,14 @@ def run_scenario(
     if rate is not None:
         load["offered_rate"] = rate
     if sk is None:
-        result = summarize(records, spec, out.check.health(), load=load)
+        result = summarize(records, spec, out.check.health(exact_receive=stamps.exact), load=load)
     else:  # a run too large to ship every record: exact counts, sketched percentiles, a sample
-        result = summarize_part(sk.part, records, spec, out.check.health(), sk.info, load=load)
+        result = summarize_part(sk.part, records, spec, out.check.health(exact_receive=stamps.exact),
+                                sk.info, load=load)
     plans = (ex.plan for ex in out.exchanges) if sk is None else iter(sk.plans)
     fingerprint = prompt_set(spec, plans, unsalted_prompts(spec, tokenizer, dataset))
-    return result.model_copy(update={"prompt_set": fingerprint})
+    update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps}
+    note = think_time_note(stamps) if spec.scenario == "concurrency" else None
+    if note:
+        update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, note]})
+    return result.model_copy(update=update)

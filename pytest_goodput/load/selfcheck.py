@@ -15,6 +15,11 @@ measure three things and judge them against the thresholds documented in
   a closed loop re-sends at once after an instant failure, so against a dead engine it
   spins, and that is the engine's failure, not a saturated client.
 
+With packet-capture receive times (``docs/capture.md``, ``exact_receive``) a late loop no
+longer delays any receive time the metrics use: its lag is reported in ``notes``, not held
+against the run. Send lag and CPU saturation are judged as before (a late loop still sends
+late); ``docs/performance.md`` has the measurement behind the relaxation.
+
 The loop-lag limit scales with the latencies measured (``measure.metrics.loop_lag_limit_ms``):
 during the run they are unknown and the ceiling applies; ``summarize`` judges the lag again
 against the run's TTFT and ITL P50.
@@ -140,8 +145,9 @@ class SelfCheck:
                            self.wall_s, self.peak_in_flight, self.pool_limit, self.requests,
                            self.failed, self.retries)
 
-    def health(self) -> ClientHealth:
-        return self.stats().health(open_loop=self.open_loop, mean_gap_s=self.mean_gap_s)
+    def health(self, exact_receive: bool = False) -> ClientHealth:
+        return self.stats().health(open_loop=self.open_loop, mean_gap_s=self.mean_gap_s,
+                                   exact_receive=exact_receive)
 
 
 def send_lag_limit_ms(mean_gap_s: Optional[float]) -> float:
@@ -156,6 +162,7 @@ def judge(
     pool_full: bool = False, pool_limit: Optional[int] = None, wall_s: Optional[float] = None,
     requests: int = 0, failed: int = 0, retries: int = 0,
     ttft_p50_ms: Optional[float] = None, itl_p50_ms: Optional[float] = None,
+    exact_receive: bool = False,
 ) -> ClientHealth:
     """Pure verdict on the client's measurements; ``reasons`` say what went wrong, in words.
 
@@ -174,7 +181,7 @@ def judge(
     limit = loop_lag_limit_ms(ttft_p50_ms, itl_p50_ms)
     lag_p99 = loop.p99 if loop.count >= MIN_LOOP_SAMPLES else None
     if lag_p99 is not None and lag_p99 > limit and not failing:
-        reasons.append(loop_lag_reason(lag_p99, limit))
+        (notes if exact_receive else reasons).append(loop_lag_reason(lag_p99, limit, exact_receive))
     if open_loop and send.p99 is not None:
         limit_send = send_lag_limit_ms(mean_gap_s)
         if send.p99 > limit_send:
@@ -205,6 +212,7 @@ def judge(
         loop_lag_p99_ms=lag_p99,
         loop_lag_limit_ms=limit,
         notes=notes,
+        exact_receive=exact_receive,
     )
 
 
@@ -237,19 +245,21 @@ class WorkerStats:
     def cpu_utilization(self) -> float:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
-    def health(self, *, open_loop: bool, mean_gap_s: Optional[float] = None) -> ClientHealth:
+    def health(self, *, open_loop: bool, mean_gap_s: Optional[float] = None,
+               exact_receive: bool = False) -> ClientHealth:
         """This process's (or worker's) verdict on its own numbers."""
         return judge(
             cpu_utilization=self.cpu_utilization, loop_lags_ms=self.loop_lags_ms,
             send_lags_ms=self.send_lags_ms, open_loop=open_loop, mean_gap_s=mean_gap_s,
             pool_full=self.pool_limit is not None and self.peak_in_flight > self.pool_limit,
             pool_limit=self.pool_limit, wall_s=self.wall_s, requests=self.requests,
-            failed=self.failed, retries=self.retries,
+            failed=self.failed, retries=self.retries, exact_receive=exact_receive,
         )
 
 
 def judge_workers(
     stats: Sequence[WorkerStats], *, open_loop: bool, mean_gap_s: Optional[float] = None,
+    exact_receive: bool = False,
 ) -> ClientHealth:
     """Verdict on a sharded run: each worker judged alone, reasons prefixed with its number.
 
@@ -263,7 +273,7 @@ def judge_workers(
     notes: list[str] = []
     lag_p99s: list[float] = []
     for k, st in enumerate(stats, 1):
-        one = st.health(open_loop=open_loop, mean_gap_s=mean_gap_s)
+        one = st.health(open_loop=open_loop, mean_gap_s=mean_gap_s, exact_receive=exact_receive)
         reasons += [f"worker {k} of {n}: {r}" for r in one.reasons]
         notes += [f"worker {k} of {n}: {r}" for r in one.notes]
         if one.loop_lag_p99_ms is not None:
@@ -283,6 +293,7 @@ def judge_workers(
         loop_lag_p99_ms=max(lag_p99s, default=None),
         loop_lag_limit_ms=loop_lag_limit_ms(None, None),
         notes=notes,
+        exact_receive=exact_receive,
     )
 
 
@@ -294,5 +305,6 @@ class ShardCheck:
     mean_gap_s: Optional[float]
     workers: list[WorkerStats]
 
-    def health(self) -> ClientHealth:
-        return judge_workers(self.workers, open_loop=self.open_loop, mean_gap_s=self.mean_gap_s)
+    def health(self, exact_receive: bool = False) -> ClientHealth:
+        return judge_workers(self.workers, open_loop=self.open_loop, mean_gap_s=self.mean_gap_s,
+                             exact_receive=exact_receive)

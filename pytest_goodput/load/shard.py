@@ -303,7 +303,7 @@ async def serve(init: Init, rx: Connection, tx: Connection) -> None:
     async with OpenAIClient(
         init.base_url, init.model, api=spec.api, stream=spec.stream, api_key_env=init.api_key_env,
         timeout_s=spec.timeout_s, max_connections=init.pool, ignore_eos=spec.ignore_eos,
-        extra_body=reasoning_body(spec),
+        extra_body=reasoning_body(spec), keep_wire=spec.capture != "off" and spec.backend == "process",
     ) as client:
         tx.send(("ready", await client.open_connections(min(init.pool, WARM_CONNECTIONS))))
         # Between phases the loop blocks on the pipe: nothing is in flight then.

@@ -30,6 +30,21 @@ class RequestPlan:
 
 
 @dataclass(slots=True)
+class Wire:
+    """A response's bytes as its TCP connection delivered them, kept for packet capture.
+
+    ``docs/capture.md``: the four addresses name the connection in the capture, ``base`` is
+    how many bytes the connection had delivered before this response, ``chunks`` the raw
+    bytes (status line, headers, chunked framing) in arrival order.
+    """
+
+    local: tuple[str, int]
+    remote: tuple[str, int]
+    base: int
+    chunks: list[bytes] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class RawExchange:
     """What the wire showed for one request, unparsed. Turned into a record by ``to_record``."""
 
@@ -44,3 +59,4 @@ class RawExchange:
     error_detail: str | None = None
     retries: int = 0  # resends on a fresh connection after a write that never completed
     request_bytes: int | None = None  # size of the JSON request body sent
+    wire: Wire | None = None  # the raw response, when packet capture is on

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, resolve
+from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, capture_refused, resolve
+from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
@@ -27,6 +28,7 @@ _settings_key = pytest.StashKey[Settings]()
 _collected_key = pytest.StashKey["_Collected"]()
 _session_key = pytest.StashKey["GoodputSession"]()
 _spec_args_key = pytest.StashKey[dict]()
+_ab_key = pytest.StashKey[Any]()  # the marker's A/B options (schema.ab_options.ABOptions)
 _harness_key = pytest.StashKey["GoodputHarness"]()
 
 
@@ -51,6 +53,7 @@ class _Core(NamedTuple):
     write_session_reports: Callable[..., None]
     redact: Callable[[str], str]
     junit_properties: Callable[..., list[tuple[str, str]]]
+    split_ab_args: Callable[..., tuple[dict, Any]]
 
 
 def _core() -> _Core:
@@ -59,11 +62,12 @@ def _core() -> _Core:
     from pytest_goodput.report.files import write_session_reports
     from pytest_goodput.report.junit import junit_properties
     from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
+    from pytest_goodput.schema.ab_options import split_ab_args
     from pytest_goodput.schema.redaction import redact
     from pytest_goodput.schema.spec import SpecError, build_spec
 
     return _Core(GoodputSession, SpecError, build_spec, failure_message, render_summary,
-                 supports_unicode, write_session_reports, redact, junit_properties)
+                 supports_unicode, write_session_reports, redact, junit_properties, split_ab_args)
 
 
 def _harness_class() -> type["GoodputHarness"]:
@@ -140,6 +144,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-goodput: {exc}") from None
     if settings.engine_cpus or settings.client_cpus:
         _check_cpus(settings)
+    if settings.base_sim is not None:
+        _check_base_sim(settings)
+    if settings.capture == "on" and (why := capture_refused()):  # a usage error, not N failed tests
+        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('capture')}=on: {why}")
     config.stash[_settings_key] = settings
     config.stash[_collected_key] = _Collected()
     if settings.update:
@@ -158,6 +166,18 @@ def _check_cpus(settings: Settings) -> None:
         where = " / ".join(settings.sources.get(k, k) for k in ("engine_cpus", "client_cpus")
                            if getattr(settings, k))
         raise pytest.UsageError(f"pytest-goodput: {where}: {exc}") from None
+
+
+def _check_base_sim(settings: Settings) -> None:
+    """Simulator knobs that do not parse are a usage error before any engine starts."""
+    from pytest_goodput.cli.ab import parse_knobs
+    from pytest_goodput.cli.run import CLIError
+
+    try:
+        parse_knobs("goodput-base", settings.base_sim or "")
+    except CLIError as exc:
+        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('base_sim', 'base_sim')}: "
+                                f"{str(exc).partition(': ')[2]}") from None
 
 
 def _session(config: pytest.Config) -> "GoodputSession":
@@ -200,9 +220,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         core = _core()  # a goodput test: its arguments are checked now, before anything runs
         try:
-            args = _marker_args(item, markers)
+            args, ab = core.split_ab_args(_marker_args(item, markers), where=item.nodeid)
             core.build_spec(args, where=item.nodeid)
-            item.stash[_spec_args_key] = args
+            item.stash[_spec_args_key], item.stash[_ab_key] = args, ab
         except core.SpecError as exc:
             problems.append(str(exc))
     if problems:
@@ -249,7 +269,8 @@ def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
         item.nodeid,
         item.stash.get(_spec_args_key, {}),
         lambda: request.getfixturevalue("goodput_engine"),
-        progress_stream=_TerminalStream(request.config),
+        progress_stream=TerminalStream(request.config),
+        ab_options=item.stash.get(_ab_key, None),
     )
     item.stash[_harness_key] = harness
     return harness
@@ -260,28 +281,6 @@ def _goodput_marked(request: pytest.FixtureRequest) -> None:
     """Give every marked test the ``goodput`` fixture even if it does not ask for it."""
     if _spec_args_key in request.node.stash:
         request.getfixturevalue("goodput")
-
-
-class _TerminalStream:
-    """Progress lines go to the terminal past pytest's output capture, each on its own line."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self._config = config
-
-    def isatty(self) -> bool:
-        return False
-
-    def write(self, text: str) -> None:
-        pm = self._config.pluginmanager
-        tr, capman = pm.getplugin("terminalreporter"), pm.getplugin("capturemanager")
-        if tr is None or capman is None:
-            return
-        with capman.global_and_fixture_disabled():
-            tr.ensure_newline()
-            tr.write(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def _xdist_worker(config: pytest.Config) -> bool:
@@ -296,17 +295,22 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return result
     core = _core()
     try:
-        if harness.measurement is None:
+        if harness.measurement is None and harness.ab is None:
             harness.run()
     except core.SpecError as exc:
         pytest.fail(core.redact(str(exc)), pytrace=False)
     except ConnectionError as exc:
         pytest.fail(core.redact(f"pytest-goodput: {exc}"), pytrace=False)
     session = _session(item.config)
-    assert harness.spec is not None and harness.measurement is not None and harness.engine
-    outcome = session.judge(item.nodeid, item.location[:2] if item.location else None,
-                            harness.spec, harness.measurement, harness.engine,
-                            earlier=harness.earlier_sessions, notes=harness.notes)
+    location = item.location[:2] if item.location else None
+    if harness.ab is not None:
+        assert harness.base_engine is not None and harness.engine is not None
+        outcome = session.judge_ab(item.nodeid, location, harness.ab, harness.base_engine,
+                                   harness.engine, notes=harness.notes)
+    else:
+        assert harness.spec is not None and harness.measurement is not None and harness.engine
+        outcome = session.judge(item.nodeid, location, harness.spec, harness.measurement,
+                                harness.engine, earlier=harness.earlier_sessions, notes=harness.notes)
     # JUnit XML: baseline, current, change and verdict per metric; redacted like every output.
     item.user_properties += [(name, core.redact(value)) for name, value
                              in core.junit_properties(outcome, harness.remeasured_because)]
@@ -320,7 +324,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if session is None or (not session.outcomes and not session.settings.update):
         return
     core = _core()
-    tr = _Redacting(terminalreporter, core.redact)
+    tr = Redacting(terminalreporter, core.redact)
     tr.section("goodput")
     if session.outcomes:
         out = getattr(tr._tw, "_file", None)
@@ -343,22 +347,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"error: {err}", red=True)
     for log in session.kept_logs:
         tr.write_line(f"engine log kept: {log}")
-
-
-class _Redacting:
-    """The terminal reporter with every written line redacted (secrets never reach a log)."""
-
-    def __init__(self, tr: Any, redact: Callable[[str], str]) -> None:
-        self._tr, self._redact, self._tw = tr, redact, tr._tw
-
-    def section(self, title: str) -> None:
-        self._tr.section(title)
-
-    def ensure_newline(self) -> None:
-        self._tr.ensure_newline()
-
-    def write_line(self, line: str, **markup: bool) -> None:
-        self._tr.write_line(self._redact(line), **markup)
 
 
 @pytest.hookimpl(trylast=True)

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from typing import Any, Optional, TextIO
 
+import pytest
+
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.load.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
+from pytest_goodput.report.summary import receive_note
+from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
+from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import measure
+from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec, build_spec
+from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
 
 
 class GoodputHarness:
@@ -27,6 +35,7 @@ class GoodputHarness:
         marker_args: dict[str, Any],
         engine_getter: Any,
         progress_stream: Optional[TextIO] = None,
+        ab_options: Optional[ABOptions] = None,
     ) -> None:
         self._session = session
         self._nodeid = nodeid
@@ -39,12 +48,18 @@ class GoodputHarness:
         self.remeasured_because: list[str] = []
         self.earlier_sessions: list[Measurement] = []
         self.notes: list[str] = []
+        self._ab_options = ab_options or ABOptions()
+        self.ab: Optional[ABMeasured] = None  # A/B mode: the rounds on base and head
+        self.base_engine: Optional[Engine] = None
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
         args = {**self._marker_args, **overrides}
         workers = self._session.settings.workers
         if workers is not None and "workers" not in args:  # marker > command line
             args["workers"] = workers
+        capture = self._session.settings.capture
+        if capture is not None and "capture" not in args:  # marker > command line
+            args["capture"] = capture
         if self._session.settings.ray is not None and "backend" not in args:
             args["backend"] = "ray"
         spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
@@ -57,24 +72,33 @@ class GoodputHarness:
         bar = Progress(total=None, label=self._nodeid.rpartition("::")[2], stream=self._progress_stream)
         try:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
+        except CaptureError as exc:  # capture=on where this engine cannot be captured
+            pytest.fail(redact(f"pytest-goodput: {exc}"), pytrace=False)
         finally:
             bar.close()
         self.engine = eng
         return m
 
-    def run(self, engine: Optional[Engine] = None, **overrides: Any) -> RunResult:
+    def run(self, engine: Optional[Engine] = None, base: Optional[Engine] = None,
+            **overrides: Any) -> RunResult:
         """Run the gated scenario (marker arguments, overridden by keywords) and return it.
 
         When recording a baseline, the scenario is measured once per session
         (``--goodput-sessions``, relaunching the engine in between when this process started
         it): the spread between sessions is the run-to-run noise later verdicts rest on.
+        With a base engine (``base=``, the marker's ``base_*`` or ``--goodput-base-*``) the
+        test runs in A/B mode instead: rounds on base and head (``engine`` or the session's
+        engine), no stored baseline; the head's last run is returned.
         """
-        if self.measurement is not None:
+        if self.measurement is not None or self.ab is not None:
             raise RuntimeError(
                 "goodput.run() was already called in this test; one gated scenario per test "
                 "(use goodput.measure() for extra, ungated runs)"
             )
         self.spec = self._spec(overrides)
+        options = self._session.ab_options(self._ab_options)
+        if base is not None or options.has_base:
+            return self._run_ab(engine, base, options)
         sessions = self._session.sessions_to_record()
         measured: list[Measurement] = []
         for i in range(sessions):
@@ -83,6 +107,35 @@ class GoodputHarness:
             measured.append(self._valid_measurement(engine))
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
+
+    def _run_ab(self, engine: Optional[Engine], base: Optional[Engine], options: ABOptions) -> RunResult:
+        assert self.spec is not None
+        try:  # a sweep, a capacity search or repeats: refused before any engine starts
+            ab_metrics(self.spec, self._session.settings.tolerance)
+        except ValueError as exc:
+            raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
+        head = engine or self._engine_getter()
+        exclusive = self._session.settings.ab_exclusive
+        if base is not None:
+            self.base_engine = base
+        else:
+            self.base_engine, exclusive = self._session.base_engine(options, head)
+        if exclusive:
+            try:
+                check_exclusive(self.base_engine, head)
+            except ValueError as exc:
+                raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
+        stream, name = self._progress_stream, self._nodeid.rpartition("::")[2]
+        say = (lambda line: stream.write(f"{name}: A/B {line}\n")) if stream is not None else None
+        self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
+                             max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
+                             say=say, exclusive=exclusive)
+        self.engine = head
+        note = receive_note([*self.ab.base_runs, *self.ab.head_runs])
+        self.notes += [note] if note else []
+        last = self.ab.head_runs[-1] if self.ab.head_runs else self.ab.last_head
+        assert last is not None, "an A/B run makes at least one round"
+        return last
 
     def _valid_measurement(self, engine: Optional[Engine]) -> Measurement:
         assert self.spec is not None
@@ -100,6 +153,9 @@ class GoodputHarness:
                 self._progress_stream.write(remeasure_line(self._nodeid, reasons) + "\n")
             m = self._measure(self.spec, engine)
             self.notes += m.notes
+        note = receive_note(m.runs)
+        if note and note not in self.notes:  # once per test, not per recorded session
+            self.notes.append(note)
         return m
 
     def _relaunch(self, engine: Optional[Engine], i: int, sessions: int) -> None:
@@ -117,4 +173,6 @@ class GoodputHarness:
 
     @property
     def result(self) -> Optional[RunResult]:
+        if self.ab is not None:
+            return self.ab.head_runs[-1] if self.ab.head_runs else self.ab.last_head
         return self.measurement.result if self.measurement else None

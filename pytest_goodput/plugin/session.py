@@ -19,9 +19,11 @@ from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.affinity import ClientPlacement
+from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.history import history_step
+from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
@@ -30,12 +32,15 @@ from pytest_goodput.store import baseline as store
 from pytest_goodput.store.history import default_dir as default_history_dir
 
 
+
 class GoodputSession:
     def __init__(self, settings: Settings, rootdir: Path) -> None:
         self.settings = settings
         self.rootdir = rootdir
         self._engine: Optional[Engine] = None
         self._extra_engines: list[Engine] = []
+        self._base_engines: dict[tuple[str, str], Engine] = {}
+        self._exclusive: set[tuple[str, str]] = set()  # base engines run one at a time with the head
         self._cpu_plan: Optional[tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]] = None
         self._placement: Optional[ClientPlacement] = None
         self.outcomes: list[TestOutcome] = []
@@ -60,6 +65,8 @@ class GoodputSession:
                 ready_timeout_s=s.ready_timeout, cpus=engine_cpus,
             ))
             self._place_client()
+        elif not self._engine.running:  # stopped by an A/B test that ran one engine at a time
+            self._engine = _started(lambda: _restarted(self._engine))
         return self._engine
 
     def _cpus(self) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
@@ -90,6 +97,50 @@ class GoodputSession:
         self._extra_engines.append(e)
         return e
 
+    def ab_options(self, marker: ABOptions) -> ABOptions:
+        """The test's A/B options: the marker's base engine, else the session's; the marker's
+        round limits, else the session's."""
+        s = self.settings
+        session = {"base_serve": s.base_serve, "base_url": s.base_url, "base_sim": s.base_sim}
+        base = ({k: getattr(marker, k) for k in session} if marker.has_base else session)
+        return ABOptions(**base,
+                         ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
+                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds)
+
+    def base_engine(self, options: ABOptions, head: Engine) -> tuple[Engine, bool]:
+        """The base engine these options name (started once per session and shared by tests)
+        and whether it runs one engine at a time with ``head``: asked for
+        (``--goodput-ab-exclusive``), or because it would not start while the head was up."""
+        key = next((k, str(getattr(options, k))) for k in ("base_serve", "base_url", "base_sim")
+                   if getattr(options, k) is not None)
+        if key not in self._base_engines:
+            s = self.settings
+            if s.ab_exclusive and head.can_relaunch:
+                head.close()
+            if options.base_url:
+                start = lambda: eng.attach(options.base_url or "", s.model, s.api_key_env)  # noqa: E731
+            elif options.base_serve:
+                start = lambda: eng.launch(options.base_serve or "", s.model, s.api_key_env,  # noqa: E731
+                                           ready_timeout_s=s.ready_timeout, cpus=self._cpus()[0])
+            else:
+                knobs = options.sim_knobs()
+                start = lambda: eng.simulator(s.model, cpus=self._cpus()[0],  # noqa: E731
+                                              own_knobs_only=True, **knobs)
+            try:
+                e = start()
+            except EngineStartError as exc:
+                if not (head.can_relaunch and head.running):
+                    _started(lambda: _raise(exc))
+                head.close()  # the two do not fit together: one at a time
+                self._exclusive.add(key)
+                e = _started(start)
+            self._place_client()
+            self._extra_engines.append(e)
+            self._base_engines[key] = e
+            if s.ab_exclusive:
+                self._exclusive.add(key)
+        return self._base_engines[key], key in self._exclusive
+
     def close(self) -> None:
         """Stop the engines, keeping their logs (``kept_logs``) when the session failed or an
         engine died, removing them otherwise."""
@@ -98,6 +149,7 @@ class GoodputSession:
         for e in engines:
             e.close(keep_log=keep)
         self._extra_engines.clear()
+        self._base_engines.clear()
         self._engine = None
         if self._placement is not None:
             self._placement.restore()
@@ -147,8 +199,24 @@ class GoodputSession:
             self.measurements[nodeid] = m
         return gated.outcome
 
+    def judge_ab(self, nodeid: str, location: Optional[tuple[str, int]], measured: ABMeasured,
+                 base: Engine, head: Engine, notes: Optional[list[str]] = None) -> TestOutcome:
+        """Gate one test's A/B run: the paired verdicts and the head's SLOs; nothing recorded."""
+        s = self.settings
+        outcome = gate_ab(nodeid, measured, base, head, strict=s.strict, hardware=s.hardware,
+                          cwd=self.rootdir, location=location, notes=tuple(notes or ()))
+        if s.update:
+            outcome.notes.append("A/B test: compared with its base engine, no baseline recorded")
+        self.outcomes.append(outcome)
+        if measured.head_runs:
+            self.measurements[nodeid] = measured.head
+        return outcome
+
     def fails(self, outcome: TestOutcome) -> bool:
-        return fails(outcome, self.policy())
+        policy = self.policy()
+        if outcome.ab is not None and policy.update:  # recording does not excuse an A/B regression
+            policy = Policy(compare=True, strict=policy.strict, tolerance=policy.tolerance)
+        return fails(outcome, policy)
 
     # --- end of session ------------------------------------------------------------------
     def missing_baselines(self) -> Optional[str]:
@@ -158,7 +226,7 @@ class GoodputSession:
         s = self.settings
         if not s.compare or s.update or not self.outcomes:
             return None
-        if any(o.baseline_status != "new" for o in self.outcomes):
+        if any(o.baseline_status != "new" or o.ab is not None for o in self.outcomes):
             return None
         where = self.baseline_dir
         state = "does not exist" if not where.exists() else "holds no baseline of these tests"
@@ -180,6 +248,15 @@ class GoodputSession:
             if module in self.collected_modules and nodeid not in self.collected_nodeids:
                 unused.append(path)
         return unused
+
+
+def _raise(exc: Exception) -> Engine:
+    raise exc
+
+
+def _restarted(engine: Engine) -> Engine:
+    engine.start()
+    return engine
 
 
 def _started(start: Callable[[], Engine]) -> Engine:

@@ -91,8 +91,22 @@ OPTIONS: tuple[Option, ...] = (
            "CPU, the engine the rest)"),
     Option("client_cpus", "CPUs the load generator runs on while the session's engine runs: a "
            "list such as 7, or auto (the last CPU; the engine, when started here, the rest)"),
+    Option("base_serve", "A/B mode: command launching the base engine (\"{port}\" = a free port); "
+           "every goodput test runs rounds on it and on the session's engine (the head), no "
+           "stored baseline"),
+    Option("base_url", "A/B mode: base URL of a running base engine (see --goodput-base-serve)"),
+    Option("base_sim", "A/B mode: the simulator as base engine, with these knobs (slowdown=1.2,...) "
+           "or 'default'; GOODPUT_SIM_* variables set only the head's"),
+    Option("ab_min_rounds", "A/B mode: rounds before the first look (default 3, at least 2)", "int"),
+    Option("ab_max_rounds", "A/B mode: most rounds per test (default 10)", "int"),
+    Option("ab_exclusive", "A/B mode: one engine at a time, each run on a freshly started one "
+           "(the default when the base cannot start while the head is up)", "bool"),
+    Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "
+           "off (default), auto (when CAP_NET_RAW allows, else read-time stamps, said once), on "
+           "(fail when it cannot capture)"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
+CAPTURE_MODES = ("off", "auto", "on")
 
 
 class SettingsError(ValueError):
@@ -108,6 +122,8 @@ _BOUNDS: dict[str, tuple[tuple[str, float], ...]] = {
     "workers": (("ge", 1), ("le", 64)),
     "ready_timeout": (("gt", 0), ("le", 86400)),
     "history_window": (("ge", 6), ("le", 500)),
+    "ab_min_rounds": (("ge", 2), ("le", 1000)),
+    "ab_max_rounds": (("ge", 2), ("le", 1000)),
 }
 #: The comparisons, worded as pydantic words them (the messages users saw before).
 _COMPARISONS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
@@ -154,7 +170,19 @@ class Settings:
     history_window: int = 20
     engine_cpus: Optional[str] = None
     client_cpus: Optional[str] = None
+    base_serve: Optional[str] = None
+    base_url: Optional[str] = None
+    base_sim: Optional[str] = None
+    ab_min_rounds: Optional[int] = None
+    ab_max_rounds: Optional[int] = None
+    ab_exclusive: bool = False
+    capture: Optional[str] = None
     sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ab(self) -> bool:
+        """A/B mode for every goodput test of the session (a base engine is set)."""
+        return any(v is not None for v in (self.base_serve, self.base_url, self.base_sim))
 
     def __post_init__(self) -> None:
         for f in fields(self):  # in field order, so the first bad field is the one reported
@@ -172,6 +200,10 @@ class Settings:
                     parse_cpus(value)
                 except CpuSetError as exc:
                     raise OutOfBoundsError(f.name, str(exc)) from None
+        if self.capture is not None:
+            self.capture = str(self.capture).strip().lower()
+            if self.capture not in CAPTURE_MODES:
+                raise OutOfBoundsError("capture", "allowed: " + ", ".join(CAPTURE_MODES))
         if self.ray is not None:
             from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
 
@@ -179,10 +211,30 @@ class Settings:
                 self.ray = check_ray_address(self.ray)
             except RayAddressError as exc:
                 raise OutOfBoundsError("ray", str(exc)) from None
+        bases = [k for k in ("base_serve", "base_url", "base_sim") if getattr(self, k) is not None]
+        if len(bases) > 1:
+            raise OutOfBoundsError(bases[1], f"excludes {bases[0]}: give one base engine")
+        if bases and self.update:
+            raise OutOfBoundsError(bases[0], "A/B mode compares two engines in one job and records "
+                                   "no baseline: drop --goodput-update-baseline or the base engine")
+        if self.ab_exclusive and (self.url or self.base_url):
+            raise OutOfBoundsError("ab_exclusive", "starts and stops both engines: an engine attached "
+                                   "by URL (--goodput-url, --goodput-base-url) cannot be restarted")
+        if (self.ab_min_rounds is not None and self.ab_max_rounds is not None
+                and self.ab_max_rounds < self.ab_min_rounds):
+            raise OutOfBoundsError("ab_max_rounds", f"Input should be at least ab_min_rounds "
+                                   f"({self.ab_min_rounds})")
         if self.url and self.engine_cpus:
             raise OutOfBoundsError("engine_cpus", "applies to an engine the plugin starts "
                                    "(--goodput-serve or the simulator), not to one attached by URL; "
                                    "pin that engine where it is started, or set only client CPUs")
+
+
+def capture_refused() -> Optional[str]:
+    """Why this process may not capture packets (``capture=on`` is then a usage error), or None."""
+    from pytest_goodput.load.capture import unavailable  # only when capture=on is set
+
+    return unavailable("http://127.0.0.1")
 
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": _float, "bool": _bool, "int": int}

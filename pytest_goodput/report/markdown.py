@@ -25,6 +25,7 @@ from pytest_goodput.report.vocabulary import (
     fmt_value,
     metric_info,
     metric_label,
+    sides,
     sorted_comparisons,
     sorted_outcomes,
     status_counts,
@@ -98,7 +99,7 @@ def _metrics_table(o: TestOutcome) -> str:
             f"{VERDICT_SYMBOL.get(c.verdict, '')} {c.verdict}",
             escape_cell(c.note),
         ])
-    head = ["metric", "baseline", "current", "change", "interval", "verdict", "note"]
+    head = ["metric", *sides(o), "change", "interval", "verdict", "note"]
     return _table(head, rows, "lrrrlll")
 
 
@@ -129,7 +130,10 @@ def _load_mermaid() -> Optional[MermaidFn]:
 def _section(o: TestOutcome) -> str:
     """Heading, verdict tables and problems of one test (everything but the details)."""
     parts = [f"### {STATUS_EMOJI.get(o.status, '')} {code_span(o.nodeid)} — {_STATUS_WORD.get(o.status, o.status)}"]
-    parts.append(f"Scenario **{escape_cell(o.scenario)}** · {_BASELINE_WORDS.get(o.baseline_status, o.baseline_status)}")
+    against = (f"A/B in one job: base `{escape_cell(o.ab.base)}` vs head `{escape_cell(o.ab.head)}`, "
+               f"{'decided' if o.ab.decided else 'undecided'} after {o.ab.rounds_used} rounds"
+               if o.ab is not None else _BASELINE_WORDS.get(o.baseline_status, o.baseline_status))
+    parts.append(f"Scenario **{escape_cell(o.scenario)}** · {against}")
     parts.append(questions_table(o))
     if o.error:
         parts.append(f"> **Error:** {escape_cell(o.error)}")
@@ -157,7 +161,7 @@ def _section(o: TestOutcome) -> str:
             f"{code_span(k)} {escape_cell(old or 'unset')} → {escape_cell(new or 'unset')}"
             for k, (old, new) in sorted(o.what_changed.items())
         )
-        parts.append(f"**What changed since the baseline:** {changes}")
+        parts.append(f"**What changed since the {sides(o)[0]}:** {changes}")
     return "\n\n".join(parts)
 
 

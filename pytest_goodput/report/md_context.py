@@ -18,6 +18,7 @@ from typing import Optional
 
 from pytest_goodput.report.mdtable import escape_cell, fence_for, table
 from pytest_goodput.report.vocabulary import fmt_change, fmt_num, fmt_percent
+from pytest_goodput.report.vocabulary import sides as side_names  # 'sides' names the specs below
 from pytest_goodput.schema.environment import UNLABELLED
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -149,7 +150,7 @@ def questions_table(o: TestOutcome) -> str:
     if o.current_env.get("hardware") in (None, UNLABELLED):
         note = ("\n\nThe hardware is unlabelled: name the engine's accelerator with `--goodput-hardware` "
                 "(e.g. `1xH100-80GB`); baselines from other hardware are then never compared.")
-    return table(["", "baseline", "current"], rows) + note
+    return table(["", *side_names(o)], rows) + note
 
 
 #: The engine's numbers the "why" block shows: (key, label, is a fraction).
@@ -185,7 +186,7 @@ def why_block(o: TestOutcome) -> str:
     improved = spec and any(c.verdict == "improved" for c in o.comparisons)
     if (o.status not in WHY_STATUSES and not improved) or o.scenario == "capacity":
         return ""  # a capacity search probes other rates than its baseline: no like-for-like view
-    head = "**Why — the engine's own `/metrics`, baseline vs current:**"
+    head = "**Why — the engine's own `/metrics`, {} vs {}:**".format(*side_names(o))
     if not cur and not base:
         return (f"{head} the engine exported no Prometheus `/metrics` for these runs, so there is no "
                 "server-side view (queue, batch, KV cache, preemptions) of this result.")

@@ -2,16 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from tabulate import tabulate
 
 from pytest_goodput.measure.sketched import sketch_note
-from pytest_goodput.schema.results import Distribution, RunResult
+from pytest_goodput.schema.results import Distribution, ReceiveTimestamps, RunResult
 
 
 def _f(v: Optional[float], digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def receive_line(ts: ReceiveTimestamps) -> str:
+    """Which clock stamped the arrivals, and how much of the run the capture mapped."""
+    if ts.source == "read":
+        return f"read time ({ts.reason})" if ts.reason else "read time"
+    frac = ts.mapped_fraction
+    return (f"packet capture: {ts.events_mapped:,} / {ts.events:,} events mapped"
+            + (f" ({frac:.1%})" if frac is not None else "")
+            + f", {ts.responses_mapped} / {ts.responses} responses; receive lag p50 "
+            f"{_f(ts.receive_lag_ms.p50, 2)} / p99 {_f(ts.receive_lag_ms.p99, 2)} ms; "
+            f"{ts.packets_dropped} packets dropped; clock error <= {_f(ts.clock_error_ms, 4)} ms")
+
+
+def receive_note(runs: Sequence[RunResult]) -> Optional[str]:
+    """One note for a test's runs: which clock stamped arrivals, when the capture was asked
+    for (``--goodput-capture``); the events mapped are summed over the runs."""
+    stamps = [r.receive_timestamps for r in runs if r.receive_timestamps is not None]
+    if not stamps:
+        return None
+    captured = [t for t in stamps if t.source == "capture"]
+    if not captured:
+        reasons = sorted({t.reason for t in stamps if t.reason})
+        return "receive times: read time" + (f" ({'; '.join(reasons)})" if reasons else "")
+    events, mapped = sum(t.events for t in captured), sum(t.events_mapped for t in captured)
+    exact = sum(t.exact for t in captured)
+    return (f"receive times: packet capture in {len(captured)} of {len(stamps)} runs, {mapped:,} / "
+            f"{events:,} events mapped; {exact} run(s) fully mapped, where event-loop lag is not "
+            "held against the run (docs/capture.md)")
 
 
 def render_result(result: RunResult) -> str:
@@ -45,6 +74,9 @@ def render_result(result: RunResult) -> str:
     if note is not None:
         head.append(["sketched", note])
     head += [["client note", n] for n in c.notes]  # retries, a failing engine, clock offsets (Ray)
+    ts = result.receive_timestamps
+    if ts is not None:
+        head.append(["receive times", receive_line(ts)])
     out = [tabulate(head, tablefmt="plain")]
 
     def row(name: str, d: Distribution) -> list[str]:

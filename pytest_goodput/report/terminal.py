@@ -22,6 +22,7 @@ from pytest_goodput.report.vocabulary import (
     key_metric_values,
     metric_info,
     metric_label,
+    sides,
     sorted_comparisons,
     sorted_outcomes,
     status_counts,
@@ -124,7 +125,8 @@ def _headline(outcomes: list[TestOutcome]) -> str:
     return f"goodput: {n} test{'s' if n != 1 else ''}" + (f" - {', '.join(parts)}" if parts else "")
 
 
-def _metric_table(comparisons: list[MetricComparison], ascii: bool) -> str:
+def _metric_table(comparisons: list[MetricComparison], ascii: bool,
+                  names: tuple[str, str] = ("baseline", "current")) -> str:
     missing = "-" if ascii else "–"
     rows = []
     for c in comparisons:
@@ -138,7 +140,7 @@ def _metric_table(comparisons: list[MetricComparison], ascii: bool) -> str:
             _verdict(c.verdict, ascii),
             c.note,
         ])
-    headers = ["metric", "baseline", "current", "change", "interval", "verdict", "note"]
+    headers = ["metric", *names, "change", "interval", "verdict", "note"]
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
 
 
@@ -147,7 +149,7 @@ def _detail(o: TestOutcome, ascii: bool) -> list[str]:
     if o.error:
         lines.append(f"  error: {o.error}")
     if o.comparisons:
-        lines += ["  " + line for line in _metric_table(sorted_comparisons(o), ascii).splitlines()]
+        lines += ["  " + line for line in _metric_table(sorted_comparisons(o), ascii, sides(o)).splitlines()]
     lines += [f"  {line}" for line in _problem_lines(o, ascii)]
     return lines
 
@@ -239,7 +241,7 @@ def _problem_lines(o: TestOutcome, ascii: bool) -> list[str]:
         changes = "; ".join(
             f"{k} {old or 'unset'} {arrow} {new or 'unset'}" for k, (old, new) in sorted(o.what_changed.items())
         )
-        lines.append(f"what changed since the baseline: {changes}")
+        lines.append(f"what changed since the {sides(o)[0]}: {changes}")
     lines += [f"note: {n}" for n in o.notes]
     lines += [f"workload changed: {w}" for w in o.workload_changes]
     return lines

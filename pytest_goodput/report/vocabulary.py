@@ -167,3 +167,8 @@ def status_counts(outcomes: Iterable["TestOutcome"]) -> dict[str, int]:
 def key_metric_values(outcome: "TestOutcome") -> dict[str, Optional[float]]:
     """``key_metrics`` keyed by canonical path."""
     return {canonical_metric(k): v for k, v in outcome.key_metrics.items()}
+
+
+def sides(outcome: "TestOutcome") -> tuple[str, str]:
+    """What the two sides of a comparison are called: base and head in A/B mode."""
+    return ("base", "head") if outcome.ab is not None else ("baseline", "current")

@@ -10,7 +10,10 @@ answer is known.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
+from typing import Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.ab import (
@@ -23,6 +26,7 @@ from pytest_goodput.judge.ab import (
 )
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import run_once, valid_once
 from pytest_goodput.schema.ab import ABResult, ABRound
 from pytest_goodput.schema.results import RunResult
@@ -32,6 +36,8 @@ from pytest_goodput.schema.spec import ScenarioSpec
 SayFn = Callable[[str], None]
 #: How one run is made (tests may replace it): ``runner(spec, engine)``.
 RunFn = Callable[[ScenarioSpec, Engine], RunResult]
+#: ``on_round(round, {"base": run, "head": run})`` after each round, dropped ones included.
+RoundFn = Callable[[ABRound, dict[str, RunResult]], None]
 
 
 def ab_metrics(spec: ScenarioSpec, tolerance: float | None = None) -> list[MetricDef]:
@@ -49,15 +55,46 @@ def _side(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: 
     return valid_once(name, notes, lambda: run(spec, engine))
 
 
+def check_exclusive(base: Engine, head: Engine) -> None:
+    """One engine at a time needs two engines this process starts and stops."""
+    attached = [n for n, e in (("base", base), ("head", head)) if not e.can_relaunch]
+    if attached:
+        raise ValueError(f"one engine at a time needs engines started here (a command or the "
+                         f"simulator); the {' and '.join(attached)} engine is attached by URL")
+
+
+def _alone(engine: Engine, other: Engine) -> float:
+    """Stop ``other``, start ``engine`` afresh; the seconds the start took."""
+    other.close()
+    engine.close()
+    t0 = time.monotonic()
+    engine.start()
+    return time.monotonic() - t0
+
+
+def exclusive_note(starts: list[float]) -> str:
+    """What one engine at a time cost: the fresh starts and their seconds."""
+    total = math.fsum(starts)
+    return (f"one engine at a time: each run started its engine afresh ({len(starts)} starts, "
+            f"{total / len(starts):.1f} s each, {total:.0f} s of the job)")
+
+
 def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None = None,
            min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS,
            tolerance: float | None = None, say: SayFn | None = None,
-           run: RunFn = run_once) -> ABResult:
+           run: RunFn = run_once, on_round: RoundFn | None = None,
+           exclusive: bool = False) -> ABResult:
     """Rounds of ``spec`` on ``base`` and ``head`` until the judge has the answer.
 
-    ``seed`` draws each round's order (default: the spec's seed).
+    ``seed`` draws each round's order (default: the spec's seed); ``on_round`` sees each
+    round's runs (the pytest gate keeps them for SLOs and reports). ``exclusive``: only one
+    engine is up at a time, each run on a freshly started one (both sides alike: no side
+    inherits a warm cache), for engines that do not fit on the machine together.
     """
     check_rounds(min_rounds, max_rounds)
+    if exclusive:
+        check_exclusive(base, head)
+    starts: list[float] = []
     defs = ab_metrics(spec, tolerance)
     seed = spec.seed if seed is None else seed
     rounds: list[ABRound] = []
@@ -71,6 +108,8 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         if say is not None:
             say(f"round {r}: {sides[0]}, then {sides[1]}")
         for side in sides:
+            if exclusive:
+                starts.append(_alone(engines[side], engines["head" if side == "base" else "base"]))
             runs[side] = _side(f"round {r} {side}", spec, engines[side], notes, run)
         bad = [s for s in sides if not runs[s].client.valid]
         if bad:
@@ -80,10 +119,36 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         else:
             b, h = round_values(runs["base"], runs["head"], defs)
             rounds.append(ABRound(index=r, order=order, base=b, head=h, notes=notes))
+        if on_round is not None:
+            on_round(rounds[-1], runs)
         result, stop = analyse(rounds, defs, min_rounds=min_rounds, max_rounds=max_rounds,
                                seed=seed, spec=spec)
         if say is not None and rounds[-1].dropped:
             say(f"round {r} dropped: {rounds[-1].dropped}")
         if stop:
             result.notes += [n for x in rounds for n in x.notes]
+            if starts:
+                result.notes.append(exclusive_note(starts))
             return result
+
+
+def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
+               min_rounds: Optional[int] = None, max_rounds: Optional[int] = None,
+               tolerance: Optional[float] = None, say: Optional[SayFn] = None,
+               exclusive: bool = False) -> ABMeasured:
+    """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
+    kept: dict[str, list[RunResult]] = {"base": [], "head": []}
+    last: list[RunResult] = []
+
+    def keep(r: ABRound, runs: dict[str, RunResult]) -> None:
+        last[:] = [runs["head"]]
+        if not r.dropped:
+            for side in kept:
+                kept[side].append(runs[side])
+
+    min_r = MIN_ROUNDS if min_rounds is None else min_rounds
+    max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
+    result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
+                    tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive)
+    return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
+                      last_head=last[0] if last else None)

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_goodput.schema.ab_summary import ABSummary
 from pytest_goodput.schema.history import Trend
 from pytest_goodput.schema.workload_check import WorkloadCheck
 
@@ -107,6 +108,8 @@ class TestOutcome(_Model):
         None, description="headline numbers of the baseline's newest session, when compared")
     workload: Optional[WorkloadCheck] = Field(
         None, description="did baseline and current run the same workload (prompts, output lengths)")
+    ab: Optional[ABSummary] = Field(
+        None, description="A/B mode: the base engine (the 'baseline' side) and the rounds behind the verdicts")
 
     @property
     def status(self) -> str:

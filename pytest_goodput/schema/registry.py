@@ -266,7 +266,7 @@ def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
     if spec.scenario in ("sweep", "capacity"):
         return ()  # judged as a frontier / a capacity, not per run
     # Conversations: a prefix-cache regression shows in the later turns' TTFT, not in the rest.
-    later = ("metrics.ttft_later_ms.p50",) if getattr(spec, "turns", 1) > 1 else ()
+    later = ("metrics.ttft_later_ms.p50",) if spec.turns > 1 else ()
     return _scenario_gate(spec) + later
 
 

@@ -194,6 +194,38 @@ class ClientHealth(_Model):
     )
     loop_lag_limit_ms: Optional[float] = Field(None, description="the limit it was judged against")
     notes: list[str] = Field(default_factory=list, description="observations that do not invalidate the run")
+    exact_receive: bool = Field(False, description="every response's receive times came from packet "
+                                "capture: event-loop lag did not delay them, so it is not judged")
+
+
+class ReceiveTimestamps(_Model):
+    """Which clock stamped the responses' arrivals (``docs/capture.md``, ``docs/metrics.md``)."""
+
+    source: Literal["read", "capture"] = Field(
+        description="capture: kernel packet arrival times; read: when the client read the bytes")
+    reason: Optional[str] = Field(None, description="why read-time stamps were used")
+    responses: int = Field(0, description="responses with a body (streamed or not)")
+    responses_mapped: int = Field(0, description="of which every event was retimed to a packet")
+    events: int = Field(0, description="SSE events of those responses")
+    events_mapped: int = Field(0, description="of which a captured packet carried the last byte")
+    packets: int = Field(0, description="server-to-client TCP segments captured")
+    packets_dropped: int = Field(0, description="packets the kernel dropped before the capture read them")
+    clock_error_ms: Optional[float] = Field(
+        None, description="bound on the packet-clock to client-clock mapping")
+    receive_lag_ms: Distribution = Field(
+        default_factory=Distribution, description="read time - packet time, per mapped event")
+    end_lag_ms: Distribution = Field(
+        default_factory=Distribution, description="read-time end - packet time of the last byte, per "
+        "mapped response: in a closed loop, think time the client added before the next request")
+
+    @property
+    def mapped_fraction(self) -> Optional[float]:
+        return self.events_mapped / self.events if self.events else None
+
+    @property
+    def exact(self) -> bool:
+        """Every response's receive times came from packets: loop lag delayed none of them."""
+        return self.source == "capture" and 0 < self.responses == self.responses_mapped
 
 
 class Window(_Model):
@@ -250,6 +282,8 @@ class RunResult(_Model):
     requests: list[RequestRecord] = Field(default_factory=list)
     prompt_set: Optional[PromptSet] = Field(
         None, description="fingerprint of the prompts sent (docs/metrics.md, \"Workload sameness\")")
+    receive_timestamps: Optional[ReceiveTimestamps] = Field(
+        None, description="capture or read-time arrival stamps, and how many were mapped to packets")
     percentiles: Literal["exact", "sketch"] = Field(
         "exact", description="exact: over every record; sketch: from merged sketches within "
         "sketch.relative_accuracy, counts exact, ``requests`` a uniform sample")
