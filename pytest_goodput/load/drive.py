@@ -12,7 +12,7 @@ import itertools
 import resource
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Protocol
 
 from pytest_goodput.load.conversation import conversation_loop, open_conversations
 from pytest_goodput.load.prefix import with_shared_prefixes
@@ -22,9 +22,11 @@ from pytest_goodput.load.trace import Trace, load_trace
 from pytest_goodput.load.trace_replay import mean_gap, trace_items, trace_load, trace_schedule
 from pytest_goodput.load.workload import Dataset, WorkItem, build_workload
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.run_part import RunPart
-from pytest_goodput.schema.results import ClientHealth, SketchInfo
+from pytest_goodput.schema.results import ClientHealth
 from pytest_goodput.schema.spec import ScenarioSpec
+
+if TYPE_CHECKING:  # the worker processes never need the sketch path's modules
+    from pytest_goodput.load.sketch_share import Sketched
 
 ProgressFn = Callable[[int, int], None]
 """``progress(done, total)``; ``total`` is 0 when not known in advance (duration-bounded closed loop)."""
@@ -106,15 +108,6 @@ class Supply:
 
 class HealthSource(Protocol):
     def health(self, exact_receive: bool = False) -> ClientHealth: ...
-
-
-@dataclass
-class Sketched:
-    """A run too large to ship: its merged part, how it was sketched, every planned request."""
-
-    part: RunPart
-    info: SketchInfo
-    plans: list[RequestPlan]  # what the prompt fingerprint reads (the exchanges are a sample)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any, Callable, NoReturn, Optional
 from pytest_goodput.load.client import check_reachable, run
 from pytest_goodput.load.clock_offset import ClockOffset, Sample, estimate
 from pytest_goodput.load.columns import unpack
-from pytest_goodput.load.drive import REACH_TIMEOUT_S, RunOutput, Sketched
+from pytest_goodput.load.drive import REACH_TIMEOUT_S, RunOutput
 from pytest_goodput.load.placement import place
 from pytest_goodput.load.ray_actors import created, give_back, take
 from pytest_goodput.load.ray_runtime import ensure
@@ -38,7 +38,13 @@ from pytest_goodput.load.ray_worker import LoadWorker, host
 from pytest_goodput.load.selfcheck import ShardCheck, WorkerStats
 from pytest_goodput.load.shard import MARGIN_S, SILENCE_S, START_TIMEOUT_S, Init, ShardError
 from pytest_goodput.load.shard_plan import plan_run
-from pytest_goodput.load.sketch_share import SKETCH_S_PER_REQUEST, planned_requests, sketch_plan, threshold
+from pytest_goodput.load.sketch_share import (
+    SKETCH_S_PER_REQUEST,
+    Sketched,
+    planned_requests,
+    sketch_plan,
+    threshold,
+)
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.run_part import RunPart
 from pytest_goodput.schema.redaction import redact

@@ -58,6 +58,15 @@ class SketchPlan:
                           sample_fraction=self.fraction)
 
 
+@dataclass
+class Sketched:
+    """A run too large to ship: its merged part, how it was sketched, every planned request."""
+
+    part: RunPart
+    info: SketchInfo
+    plans: list[RequestPlan]  # what the prompt fingerprint reads (the exchanges are a sample)
+
+
 def threshold(spec: ScenarioSpec) -> int:
     return spec.sketch_above if spec.sketch_above is not None else SKETCH_ABOVE
 
@@ -111,5 +120,5 @@ def planned_requests(plan: Plan, spec: ScenarioSpec) -> list[RequestPlan]:
     return [seen[i] for i in sorted(seen)]
 
 
-__all__ = ["SAMPLE_REQUESTS", "SKETCH_ABOVE", "SketchPlan", "Sketcher", "planned_requests", "sketch_plan",
+__all__ = ["SAMPLE_REQUESTS", "SKETCH_ABOVE", "SketchPlan", "Sketched", "Sketcher", "planned_requests", "sketch_plan",
            "threshold"]
