@@ -7,8 +7,10 @@ level it prints achieved output tokens/s and the self-check's verdict, and per
 configuration the highest level with a valid self-check. Then what a run costs to start:
 ``ray.init`` of a local runtime (once per session or CLI run), and the wall time of a
 one-request run per backend and worker count (worker start, clock-offset round trips,
-connection pre-opening, shipping back), alternating backends. Last, how compact a share
-travels: pickled bytes of N raw exchanges as objects vs as columns.
+connection pre-opening, shipping back), alternating backends; for Ray, a run whose actors
+were kept from the session's previous run next to one that creates them (``--reuse-only``:
+that comparison alone). Last, how compact a share travels: pickled bytes of N raw exchanges
+as objects vs as columns.
 
 ``--equal`` first compares the backends for one seed against the reference server
 (tests/refserver.py: TTFT and inter-token times are exact deadlines, so what differs is
@@ -19,6 +21,7 @@ The machine has 2 cores and is shared: read ratios measured side by side in one 
     python bench/ray_scaling.py                 # about 3 minutes
     python bench/ray_scaling.py --rates 40,80 --seconds 2
     python bench/ray_scaling.py --equal --only-equal    # the equality check alone, about 1 minute
+    python bench/ray_scaling.py --reuse-only            # actors kept vs created, about 1 minute
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.engines.engine import simulator  # noqa: E402
-from pytest_goodput.load import ray_runtime  # noqa: E402
+from pytest_goodput.load import ray_actors, ray_runtime  # noqa: E402
 from pytest_goodput.load.columns import pack  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
@@ -61,6 +64,17 @@ def start_cost(url: str, backend: str, workers: int) -> float:
     t = time.perf_counter()
     run_scenario(spec, url, "sim", salt=7)
     return time.perf_counter() - t
+
+
+def reuse_cost(url: str, workers: int, repeats: int) -> tuple[float, float]:
+    """Median wall seconds of a one-request Ray run creating its actors vs taking kept ones."""
+    ray = ray_runtime.ensure()
+    fresh, kept = [], []
+    for _ in range(repeats):
+        ray_actors.forget(ray)  # the next run creates its actors...
+        fresh.append(start_cost(url, "ray", workers))
+        kept.append(start_cost(url, "ray", workers))  # ...and this one takes them back
+    return statistics.median(fresh), statistics.median(kept)
 
 
 def shipping(n: int) -> tuple[int, int, float, float]:
@@ -117,6 +131,7 @@ def main() -> None:
     ap.add_argument("--start-repeats", type=int, default=3)
     ap.add_argument("--equal", action="store_true", help="first compare the backends for one seed")
     ap.add_argument("--only-equal", action="store_true", help="stop after the comparison")
+    ap.add_argument("--reuse-only", action="store_true", help="only actors kept vs created")
     ns = ap.parse_args()
     rates = [float(x) for x in ns.rates.split(",")]
     counts = [int(x) for x in ns.workers.split(",")]
@@ -131,6 +146,13 @@ def main() -> None:
             return
         with simulator(time_scale=0.25) as eng:
             url = eng.base_url
+            if ns.reuse_only:
+                print("one-request Ray run, wall seconds (median of repeats): actors created vs kept")
+                for workers in counts:
+                    fresh, kept = reuse_cost(url, workers, ns.start_repeats)
+                    print(f"  workers={workers}: created {fresh:.2f} s   kept {kept:.2f} s   "
+                          f"(saved {fresh - kept:.2f} s a run)", flush=True)
+                return
             best: dict[tuple[str, int], float] = {}
             for workers in counts:
                 for backend in ("process", "ray"):
@@ -147,7 +169,13 @@ def main() -> None:
                     for backend in ("process", "ray"):
                         times[backend].append(start_cost(url, backend, workers))
                 p, r = statistics.median(times["process"]), statistics.median(times["ray"])
-                print(f"  workers={workers}: process {p:.2f} s   ray {r:.2f} s   (ray - process {r - p:+.2f} s)")
+                print(f"  workers={workers}: process {p:.2f} s   ray {r:.2f} s (actors kept)   "
+                      f"(ray - process {r - p:+.2f} s)")
+            print("one-request Ray run: actors created vs kept from the previous run")
+            for workers in counts:
+                fresh, kept = reuse_cost(url, workers, ns.start_repeats)
+                print(f"  workers={workers}: created {fresh:.2f} s   kept {kept:.2f} s   "
+                      f"(saved {fresh - kept:.2f} s a run)", flush=True)
     finally:
         ray_runtime.shutdown()
     for n in (1000, 10000):

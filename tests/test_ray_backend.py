@@ -112,10 +112,42 @@ def test_the_backend_is_not_part_of_the_identity():
 
 
 def test_a_worker_reports_its_own_failure_with_the_traceback():
-    w = LoadWorker(0, 1)
-    w.start(b"not a pickle")
+    w = LoadWorker()
+    w.start(b"not a pickle", 0)
     msgs = w.poll(10.0)
     assert msgs[0][0] == "error" and "UnpicklingError" in msgs[0][1] and "Traceback" in msgs[0][1]
+
+
+class _FakeRay:
+    """Just what ``ray_actors`` reads: the session's job id, and kills."""
+
+    def __init__(self, job):
+        self.job, self.killed = job, []
+
+    def get_runtime_context(self):
+        return self
+
+    def get_job_id(self):
+        return self.job
+
+    def is_initialized(self):
+        return True
+
+    def kill(self, actor, no_restart=True):
+        self.killed.append(actor)
+
+
+def test_kept_actors_belong_to_their_node_and_ray_session():
+    from pytest_goodput.load import ray_actors
+
+    one = _FakeRay("01")
+    ray_actors.give_back(one, "node-a", "actor-1")
+    assert ray_actors.take(one, "node-b") is None and ray_actors.take(one, "node-a") == "actor-1"
+    ray_actors.give_back(one, "node-a", "actor-2")
+    assert ray_actors.take(_FakeRay("02"), "node-a") is None  # a new runtime: the old handles are gone
+    ray_actors.give_back(one, "node-a", "actor-3")  # back to session 01 (the cache follows it)
+    ray_actors.forget(one)
+    assert one.killed == ["actor-3"] and ray_actors.idle() == 0
 
 
 # --- on a local Ray runtime, against the simulator ----------------------------------------
@@ -152,6 +184,38 @@ def test_ray_measures_what_processes_do(local_ray, sim_url, spec):
     t1 = _median(x.ttft_ms for x in procs.requests if not x.warmup)
     t2 = _median(x.ttft_ms for x in on_ray.requests if not x.warmup)
     assert t2 < 3 * t1 + 20 and t1 < 3 * t2 + 20, (t1, t2)  # timing noise of a shared box only
+
+
+def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_url, monkeypatch):
+    from pytest_goodput.load import sketch_share
+
+    monkeypatch.setattr(sketch_share, "SAMPLE_REQUESTS", 11)  # 11 of 44: a quarter kept
+    spec = ScenarioSpec(scenario="server", rate=40, requests=40, warmup_requests=4, isl=8, osl=6,
+                        workers=2, seed=3, ttft_ms=5000, ttft_p90_ms=5000)
+    procs = run_scenario(spec, sim_url, "sim", salt=5)
+    sk = run_scenario(spec.model_copy(update={"backend": "ray", "sketch_above": 43}), sim_url, "sim", salt=5)
+    assert procs.percentiles == "exact" and sk.percentiles == "sketch"
+    assert (sk.issued, sk.completed, sk.goodput.good) == (procs.issued, procs.completed, procs.goodput.good)
+    assert sk.prompt_set == procs.prompt_set and sk.client.requests == procs.client.requests == 44
+    kept = sketch_share.SketchPlan(0.01, 0.25, 3, 44).kept()
+    assert [r.index for r in sk.requests] == [i for i in range(44) if kept[i]]  # by index, seeded
+    assert sk.sketch.sampled == sum(not r.warmup for r in sk.requests) and sk.sketch.threshold == 43
+    assert sk.metrics.ttft_ms.count == procs.metrics.ttft_ms.count == 40
+    assert [c.samples for c in sk.percentile_slos] == [c.samples for c in procs.percentile_slos]
+
+
+def test_a_sessions_runs_reuse_their_actors(local_ray, sim_url):
+    from pytest_goodput.load import ray_actors
+
+    spec = ScenarioSpec(scenario="offline", requests=4, isl=8, osl=2, workers=2, backend="ray")
+    run_scenario(spec, sim_url, "sim")
+    before = dict(ray_actors.counts)
+    assert ray_actors.idle() >= 2  # kept, idle, after a run that ended well
+    r = run_scenario(spec, sim_url, "sim")
+    assert r.completed == 4 and r.client.workers == 2
+    assert ray_actors.counts == {"created": before["created"], "reused": before["reused"] + 2}
+    ray_actors.forget(ray)
+    assert ray_actors.idle() == 0
 
 
 class _ExplodesInTheWorker:

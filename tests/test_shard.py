@@ -65,6 +65,9 @@ def test_offline_phases():
     assert [(j.users, j.warmup, j.count) for j in warm] == [(2, True, 3), (1, True, 3)]
     assert [(j.users, j.first, j.budget) for j in measured] == [(3, 3, 3), (3, 3, 3)]
     assert plan.pools == [3, 3]
+    # without warm-up the measured batch is the only phase (it starts at index 0 too)
+    (measured, _), = plan_run(ScenarioSpec(scenario="offline", requests=4), 2, None, None, 7).phases
+    assert [(j.users, j.first, j.count, j.warmup, j.budget) for j in measured] == [(2, 0, 4, False, 2)] * 2
 
 
 def test_effective_workers(monkeypatch):

@@ -58,6 +58,8 @@ SPEC_FLAGS = (
     ("--sweep-over", str, "concurrency | rate"),
     ("--attainment", float, "target fraction of good requests"),
     ("--workers", int, "client processes the load is sharded over"),
+    ("--sketch-above", int, "with --ray: runs of more requests ship sketches and a sample, not "
+                            "every record (default 2000000)"),
     ("--capture", str, "off | auto | on: receive times from a packet capture (docs/capture.md)"),
     ("--repeats", int, "run the scenario this many times"),
     # multi-turn conversations and shared prefixes (docs/workloads.md)

@@ -15,8 +15,12 @@ from pytest_goodput.schema.spec import ScenarioSpec
 
 
 def samples_of(runs: list[RunResult]) -> list[Samples]:
-    """The per-request samples of each run, as baselines keep them."""
-    return [Samples.from_records(r.requests, r.window.seconds, r.prompt_set) for r in runs]
+    """The per-request samples of each run, as baselines keep them.
+
+    A sketched run keeps a uniform sample of its requests: its window is scaled by the
+    sample's share, so a rate from the sample estimates the run's rate.
+    """
+    return [Samples.from_records(r.requests, r.samples_window_s(), r.prompt_set) for r in runs]
 
 
 def from_measurement(m: Measurement, env: Optional[Fingerprint] = None) -> Evidence:

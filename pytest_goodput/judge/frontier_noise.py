@@ -30,7 +30,7 @@ def throughput_interval(
     None when the run has no measured requests or no window.
     """
     tokens = [r.output_tokens if r.ok else 0 for r in result.requests if not r.warmup]
-    return tokens_interval(tokens, result.window.seconds, confidence, resamples, seed, gpus)
+    return tokens_interval(tokens, result.samples_window_s(), confidence, resamples, seed, gpus)
 
 
 def tokens_interval(

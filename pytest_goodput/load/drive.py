@@ -12,7 +12,7 @@ import itertools
 import resource
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Protocol
 
 from pytest_goodput.load.conversation import conversation_loop, open_conversations
 from pytest_goodput.load.prefix import with_shared_prefixes
@@ -24,6 +24,9 @@ from pytest_goodput.load.workload import Dataset, WorkItem, build_workload
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.results import ClientHealth
 from pytest_goodput.schema.spec import ScenarioSpec
+
+if TYPE_CHECKING:  # the worker processes never need the sketch path's modules
+    from pytest_goodput.load.sketch_share import Sketched
 
 ProgressFn = Callable[[int, int], None]
 """``progress(done, total)``; ``total`` is 0 when not known in advance (duration-bounded closed loop)."""
@@ -109,11 +112,15 @@ class HealthSource(Protocol):
 
 @dataclass
 class RunOutput:
-    """What a run returns: raw exchanges (sorted by index) and the client's self-check."""
+    """What a run returns: raw exchanges (sorted by index) and the client's self-check.
+
+    ``sketched``: the run was sketched (``sketch_share.py``); ``exchanges`` is then its sample.
+    """
 
     exchanges: list[RawExchange]
     check: HealthSource  # a SelfCheck, or the merged checks of a sharded run
     load: dict[str, float]
+    sketched: Optional[Sketched] = None
 
 
 def scheduled_plans(sched: Schedule, supply: Supply, t0: Optional[float] = None) -> Iterator[RequestPlan]:

@@ -10,6 +10,13 @@ common start t0 is sent to each worker on its own clock, and its timestamps are 
 onto the driver's, so the union of all records is on one time base. The offsets and their
 error bound (RTT/2) are reported in the self-check's notes.
 
+Actors outlive a run that ends well: their loops stop and they wait, idle, for the
+session's next run on their node (``ray_actors.py``); a failed run kills its actors.
+
+A run of more requests than its threshold is sketched (``sketch_share.py``): each worker
+ships a mergeable part of the run and a sample instead of every record; its part's
+timestamps are mapped onto the driver's clock as records' are.
+
 A worker that raises, dies or falls silent fails the run with a ``ShardError`` naming it
 (with its traceback, redacted), within the same bounds as the process backend: never a hang.
 """
@@ -25,12 +32,21 @@ from pytest_goodput.load.clock_offset import ClockOffset, Sample, estimate
 from pytest_goodput.load.columns import unpack
 from pytest_goodput.load.drive import REACH_TIMEOUT_S, RunOutput
 from pytest_goodput.load.placement import place
+from pytest_goodput.load.ray_actors import created, give_back, take
 from pytest_goodput.load.ray_runtime import ensure
 from pytest_goodput.load.ray_worker import LoadWorker, host
 from pytest_goodput.load.selfcheck import ShardCheck, WorkerStats
 from pytest_goodput.load.shard import MARGIN_S, SILENCE_S, START_TIMEOUT_S, Init, ShardError
 from pytest_goodput.load.shard_plan import plan_run
+from pytest_goodput.load.sketch_share import (
+    SKETCH_S_PER_REQUEST,
+    Sketched,
+    planned_requests,
+    sketch_plan,
+    threshold,
+)
 from pytest_goodput.measure.exchange import RawExchange
+from pytest_goodput.measure.run_part import RunPart
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -40,6 +56,10 @@ GO_DELAY_S = 0.25
 CLOCK_ROUND_TRIPS = 7
 #: A worker's ``poll`` waits this long for a message before returning empty-handed.
 POLL_S = 0.2
+#: Seconds a worker may take to stop its loop after a run before its actor is killed, not kept.
+FINISH_S = 10.0
+#: Seconds an actor kept from an earlier run has to answer before a fresh one replaces it.
+ALIVE_S = 10.0
 
 
 def ray_workers(spec: ScenarioSpec, nodes: int) -> int:
@@ -131,13 +151,47 @@ class _Pool:
                     self.fail(k, f"sent nothing for {SILENCE_S:.0f} s (hung)")
         return got
 
+    def release(self, nodes: list[str]) -> None:
+        """After a run that ended well: stop each worker's loop and keep the idle actor for the
+        session's next run on its node (``ray_actors``); one that does not stop is killed.
+
+        Polls still out are waited for first: one running late would read the next run's queue.
+        """
+        if self.polls:
+            self.ray.wait(list(self.polls.values()), num_returns=len(self.polls), timeout=POLL_S * 10)
+        self.polls = {}
+        for k, a in enumerate(self.actors):
+            try:
+                idle = self.ray.get(a.finish.remote(FINISH_S), timeout=FINISH_S + START_TIMEOUT_S)
+            except self.ray.exceptions.RayError:
+                idle = False
+            if idle:
+                give_back(self.ray, nodes[k], a)
+            else:
+                _kill(self.ray, a)
+        self.actors = []
+
     def close(self) -> None:
         for a in self.actors:
-            try:
-                self.ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
+            _kill(self.ray, a)
         self.actors = []
+
+
+def _kill(ray: Any, actor: Any) -> None:
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+def _alive(ray: Any, actor: Any) -> bool:
+    """Whether a kept actor still answers (its node may have gone since the last run)."""
+    try:
+        ray.get(actor.host.remote(), timeout=ALIVE_S)
+        return True
+    except ray.exceptions.RayError:
+        _kill(ray, actor)
+        return False
 
 
 def _offset(pool: _Pool, k: int, shared: bool) -> ClockOffset:
@@ -163,28 +217,37 @@ def run_ray(
     nodes = [(nd["NodeID"], float(nd["Resources"].get("CPU", 0))) for nd in ray.nodes() if nd["Alive"]]
     n = ray_workers(spec, len(nodes))
     plan = plan_run(spec, n, tokenizer, dataset, salt)
+    sketch = sketch_plan(spec, plan.total)  # None: every record shipped (the exact path)
+    merged: Optional[RunPart] = None
     actor = ray.remote(num_cpus=0, max_concurrency=4, max_restarts=0)(LoadWorker)
     pool = _Pool(ray, n)
     me = host()
     exchanges: list[RawExchange] = []
     base = 0
     try:
-        for k, node in enumerate(place(n, nodes)):
-            strategy = NodeAffinitySchedulingStrategy(node, soft=False)
-            pool.actors.append(actor.options(scheduling_strategy=strategy).remote(k, n))
+        placed = place(n, nodes)
+        for node in placed:
+            kept = take(ray, node)
+            if kept is not None and not _alive(ray, kept):
+                kept = None
+            if kept is None:
+                strategy = NodeAffinitySchedulingStrategy(node, soft=False)
+                kept = actor.options(scheduling_strategy=strategy).remote()
+                created()
+            pool.actors.append(kept)
         offsets: list[ClockOffset] = []
         for k in range(n):
             name, boot = pool.call(k, "host")
             pool.hosts.append(name)
             offsets.append(_offset(pool, k, shared=(name, boot) == me))
         for k, size in enumerate(plan.pools):
-            extra = (tokenizer, dataset) if plan.extendable else (None, None)
+            extra = (tokenizer, dataset) if plan.extendable else (tokenizer if sketch else None, None)
             init = Init(spec, base_url, model, api_key_env, max(1, size), salt, *extra)
             try:
                 blob = cloudpickle.dumps(init)
             except Exception as exc:  # noqa: BLE001 - whatever the tokenizer raises
                 pool.fail(k, f"could not be sent its work ({exc}); a tokenizer must be picklable")
-            pool.call(k, "start", blob)
+            pool.call(k, "start", blob, k, sketch)
         pool.collect("ready", START_TIMEOUT_S)
 
         def tick() -> None:
@@ -199,19 +262,31 @@ def run_ray(
             t0 = time.perf_counter() + GO_DELAY_S
             for k in range(n):
                 pool.send(k, ("go", t0 - offsets[k].shift_s))  # on the worker's own clock
-            done = pool.collect("done", GO_DELAY_S + bound_s + MARGIN_S, watch=True, on_tick=tick)
+            parse_s = SKETCH_S_PER_REQUEST * plan.total / n if sketch else 0.0
+            done = pool.collect("done", GO_DELAY_S + bound_s + MARGIN_S + parse_s, watch=True, on_tick=tick)
             for k in range(n):
                 cols, stats = done[k]
-                share = unpack(cols, offsets[k].shift_s)
-                exchanges += share
                 pool.stats[k].add(stats)
-                base += len(share)
+                if sketch is None:
+                    share = unpack(cols, offsets[k].shift_s)
+                    base += len(share)
+                else:
+                    part = cols["part"].shifted(offsets[k].shift_s)
+                    merged = part if merged is None else merged.merge(part)
+                    share = unpack(cols["sample"], offsets[k].shift_s)
+                    base += cols["count"]
+                exchanges += share
             pool.done = [0] * n
         if progress is not None:
             progress(base, plan.total or base)
         notes = [f"worker {k + 1} of {n} (Ray actor on {pool.hosts[k]}): {o.describe()}"
                  for k, o in enumerate(offsets)]
         check = RayCheck(plan.open_loop, plan.mean_gap_s, pool.stats, notes)
+        pool.release(placed)
     finally:
         pool.close()
-    return RunOutput(sorted(exchanges, key=lambda ex: ex.plan.index), check, plan.load)
+    sketched = None
+    if sketch is not None and merged is not None:
+        info = sketch.info(threshold(spec), sum(not ex.plan.warmup for ex in exchanges))
+        sketched = Sketched(merged, info, planned_requests(plan, spec))
+    return RunOutput(sorted(exchanges, key=lambda ex: ex.plan.index), check, plan.load, sketched)

@@ -11,7 +11,10 @@ only here and only when a run uses it, so ``pip install "pytest-goodput[ray]"`` 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
+
+from pytest_goodput.load.ray_actors import forget
 
 from pytest_goodput.schema.ray_address import LOCAL, check_ray_address
 
@@ -61,12 +64,15 @@ def ensure() -> Any:
 
 
 def shutdown() -> None:
-    """Shut Ray down if :func:`ensure` started or joined it (else leave it to its owner)."""
+    """Kill the session's idle load-worker actors, and shut Ray down if :func:`ensure` started
+    or joined it (else leave it to its owner)."""
     global _started
+    ray = sys.modules.get("ray")  # never imported: no actor was ever made
+    if ray is None:
+        return
+    forget(ray)
     if not _started:
         return
     _started = False
-    import ray
-
     if ray.is_initialized():
         ray.shutdown()

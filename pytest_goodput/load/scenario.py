@@ -37,6 +37,8 @@ from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.workload import Dataset, load_dataset
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
+from pytest_goodput.measure.sketched import summarize_part
 from pytest_goodput.measure.retime import think_time_note
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -103,12 +105,17 @@ def run_scenario(
         for ex in out.exchanges
     ]
     load = dict(out.load)
-    rate = offered_rate(out.exchanges)
+    sk = out.sketched
+    rate = offered_rate(out.exchanges) if sk is None else part_offered_rate(sk.part)
     if rate is not None:
         load["offered_rate"] = rate
-    result = summarize(records, spec, out.check.health(exact_receive=stamps.exact), load=load)
-    fingerprint = prompt_set(spec, (ex.plan for ex in out.exchanges),
-                             unsalted_prompts(spec, tokenizer, dataset))
+    if sk is None:
+        result = summarize(records, spec, out.check.health(exact_receive=stamps.exact), load=load)
+    else:  # a run too large to ship every record: exact counts, sketched percentiles, a sample
+        result = summarize_part(sk.part, records, spec, out.check.health(exact_receive=stamps.exact),
+                                sk.info, load=load)
+    plans = (ex.plan for ex in out.exchanges) if sk is None else iter(sk.plans)
+    fingerprint = prompt_set(spec, plans, unsalted_prompts(spec, tokenizer, dataset))
     update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps}
     note = think_time_note(stamps) if spec.scenario == "concurrency" else None
     if note:

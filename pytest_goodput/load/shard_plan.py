@@ -128,10 +128,9 @@ def plan_run(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: Opt
     items = Supply(spec, total or INITIAL_SUPPLY, tokenizer, dataset, salt).items
     phases: list[tuple[list[Job], float]] = []
     pools = [1] * n
-    for first, count, users in ((0, nw, min(cap or nw, nw)), (nw, nr, cap or nr or 1)):
-        if first == 0 and not nw:
+    for warm, first, count, users in ((True, 0, nw, min(cap or nw, nw)), (False, nw, nr, cap or nr or 1)):
+        if warm and not nw:
             continue  # no warm-up batch
-        warm = first == 0
         jobs = _closed_jobs(spec, n, users, items, first=first, count=count, batch=True, warmup=warm)
         phases.append((jobs, _bound(spec, users, count)))
         pools = [max(p, u) for p, u in zip(pools, split(users, n))]

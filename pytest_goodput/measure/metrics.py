@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from pytest_goodput.measure.prefix_cache import by_turn, hit_rate, later_turn_ttft
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
@@ -38,6 +38,11 @@ LOOP_LAG_FLOOR_MS = 3.0
 LOOP_LAG_CEILING_MS = 10.0
 #: With at least this fraction of requests failed by the engine, the client's load is not judged.
 ENGINE_FAILED_FRACTION = 0.5
+
+
+def least_exact(sources: Iterable[str]) -> Optional[str]:
+    """The least exact of token-count sources (usage < tokenizer < chunks); None for none."""
+    return max(sources, key=_TOKEN_SOURCE_RANK.__getitem__, default=None)
 
 
 def distribution(values: Iterable[Optional[float]]) -> Distribution:
@@ -221,6 +226,17 @@ def judge_loop_lag(
     return client.model_copy(update=update)
 
 
+def judged_client(client: ClientHealth, metrics: LatencyMetrics) -> ClientHealth:
+    """``judge_loop_lag`` against the run's TTFT P50 and chunk-gap P50.
+
+    A late read stretches the gap between chunks: with several tokens per chunk
+    (speculative decoding) that gap is ITL x tokens per chunk, not ITL.
+    """
+    itl = metrics.itl_ms.p50
+    return judge_loop_lag(client, metrics.ttft_ms.p50,
+                          None if itl is None else itl * max(1.0, metrics.tokens_per_chunk.mean or 1.0))
+
+
 def _phase_tokens(r: RequestRecord, metric: str) -> int:
     """The tokens a TPOT column divides: the whole output's, or one phase's."""
     return {"reasoning_tpot": r.reasoning_tokens,
@@ -287,6 +303,29 @@ def percentile_checks(
     return checks
 
 
+def metric_values(ok: list[RequestRecord]) -> dict[str, Iterator[Optional[float]]]:
+    """Each ``LatencyMetrics`` distribution's values over the completed records (but by turn).
+
+    The one definition of what each distribution summarizes: ``summarize`` takes their
+    distributions, a sketched run (``run_part``) their sketches.
+    """
+    return {
+        "ttft_ms": (r.ttft_ms for r in ok),
+        "tpot_ms": (r.tpot_ms for r in ok),
+        "itl_ms": (v for r in ok for v in r.itl_ms),
+        "e2e_ms": (r.e2e_ms for r in ok),
+        "ttfo_ms": (r.ttfo_ms for r in ok),
+        "reasoning_tokens": (float(r.reasoning_tokens) for r in ok),
+        "ttft_later_ms": (later_turn_ttft(r) for r in ok),
+        "reasoning_tpot_ms": (r.reasoning_tpot_ms for r in ok),
+        "answer_tpot_ms": (r.answer_tpot_ms for r in ok),
+        "request_bytes": (r.request_bytes for r in ok),
+        "images": (float(r.images) for r in ok),
+        "image_tokens": (r.image_tokens for r in ok),
+        "tokens_per_chunk": (r.tokens_per_chunk for r in ok),
+    }
+
+
 def summarize(
     records: list[RequestRecord],
     spec: ScenarioSpec,
@@ -321,20 +360,8 @@ def summarize(
         )
     sources = {r.token_count_source for r in ok} or {"usage"}
     metrics = LatencyMetrics(
-        ttft_ms=distribution(r.ttft_ms for r in ok),
-        tpot_ms=distribution(r.tpot_ms for r in ok),
-        itl_ms=distribution(v for r in ok for v in r.itl_ms),
-        e2e_ms=distribution(r.e2e_ms for r in ok),
-        ttfo_ms=distribution(r.ttfo_ms for r in ok),
-        reasoning_tokens=distribution(float(r.reasoning_tokens) for r in ok),
-        ttft_later_ms=distribution(later_turn_ttft(r) for r in ok),
+        **{name: distribution(values) for name, values in metric_values(ok).items()},
         ttft_ms_by_turn={t: distribution(v) for t, v in by_turn(ok).items()},
-        reasoning_tpot_ms=distribution(r.reasoning_tpot_ms for r in ok),
-        answer_tpot_ms=distribution(r.answer_tpot_ms for r in ok),
-        request_bytes=distribution(r.request_bytes for r in ok),
-        images=distribution(float(r.images) for r in ok),
-        image_tokens=distribution(r.image_tokens for r in ok),
-        tokens_per_chunk=distribution(r.tokens_per_chunk for r in ok),
     )
     cached, hit = hit_rate(measured)
     split_sources = {r.reasoning_token_source for r in ok if r.reasoning_token_source}
@@ -354,13 +381,9 @@ def summarize(
         percentile_slos=percentile_checks(measured, spec),
         send_lag_ms=distribution(r.send_lag_ms for r in measured),
         failures=dict(sorted(Counter(r.error_kind for r in measured if not r.ok and r.error_kind).items())),
-        token_count_source=max(sources, key=_TOKEN_SOURCE_RANK.__getitem__),
-        reasoning_token_source=max(split_sources, key=_TOKEN_SOURCE_RANK.__getitem__)
-        if split_sources else None,
-        # a late read stretches the gap between chunks: with several tokens per chunk
-        # (speculative decoding) that gap is ITL x tokens per chunk, not ITL
-        client=judge_loop_lag(client, metrics.ttft_ms.p50, None if metrics.itl_ms.p50 is None
-                              else metrics.itl_ms.p50 * max(1.0, metrics.tokens_per_chunk.mean or 1.0)),
+        token_count_source=least_exact(sources),
+        reasoning_token_source=least_exact(split_sources),
+        client=judged_client(client, metrics),
         server_metrics=server_metrics or {},
         cached_prompt_tokens=cached,
         prefix_cache_hit_rate=hit,

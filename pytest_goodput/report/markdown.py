@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from pytest_goodput.measure.sketched import SKETCH_NOTE
 from pytest_goodput.report.md_context import details as env_details
 from pytest_goodput.report.md_context import questions_table, why_block
 from pytest_goodput.report.md_shapes import capacity_block, frontier_block, step_details
@@ -139,6 +140,8 @@ def _section(o: TestOutcome) -> str:
     if not o.client_valid:
         reasons = "; ".join(o.client_reasons) or "no reason recorded"
         parts.append(f"> **Invalid run** — the load generator, not the server, set the pace: {escape_cell(reasons)}")
+    for note in (n for n in o.notes if n.startswith(SKETCH_NOTE)):  # a run too large to ship
+        parts.append("> **Sketched:** " + escape_cell(note))
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
     if o.workload_changes:

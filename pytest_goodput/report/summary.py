@@ -6,6 +6,7 @@ from typing import Optional, Sequence
 
 from tabulate import tabulate
 
+from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.schema.results import Distribution, ReceiveTimestamps, RunResult
 
 
@@ -69,6 +70,9 @@ def render_result(result: RunResult) -> str:
     c = result.client
     head.append(["client", ("valid" if c.valid else "INVALID: " + "; ".join(c.reasons))
                  + f" (cpu {c.cpu_utilization:.0%}, send lag p99 {_f(result.send_lag_ms.p99, 2)} ms)"])
+    note = sketch_note(result)
+    if note is not None:
+        head.append(["sketched", note])
     head += [["client note", n] for n in c.notes]  # retries, a failing engine, clock offsets (Ray)
     ts = result.receive_timestamps
     if ts is not None:

@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.evidence import from_baseline, from_measurement
 from pytest_goodput.judge.judge import Policy, judge
+from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
 from pytest_goodput.schema.baseline import DEFAULT_HISTORY, BaselineFile, BaselineRun
 from pytest_goodput.schema.environment import Fingerprint
@@ -88,7 +89,8 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
     """What reports put side by side beyond the verdicts: the baseline's spec, the engine's
     own metrics and the capacity searches of both runs."""
     latest = base.latest if base is not None and base.runs else None
-    update: dict[str, Any] = {"notes": notes}
+    sketched = {n for n in (sketch_note(r) for r in m.runs) if n is not None}
+    update: dict[str, Any] = {"notes": [*notes, *sorted(sketched)]}
     if latest is not None:
         update["baseline_spec"] = base.spec if base is not None else None
     current = server_summary(m.runs) if m.kind != "capacity" else {}

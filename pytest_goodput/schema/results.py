@@ -241,6 +241,15 @@ class Window(_Model):
     )
 
 
+class SketchInfo(_Model):
+    """How a run too large to ship every record was summarized (``docs/metrics.md``, "Sketched runs")."""
+
+    relative_accuracy: float = Field(description="α: every sketched percentile is within α × the exact one")
+    threshold: int = Field(description="runs of more requests than this are sketched")
+    sampled: int = Field(description="measured requests kept in ``requests``: a seeded uniform sample")
+    sample_fraction: float = Field(description="each request's chance of being kept")
+
+
 class RunResult(_Model):
     """One scenario run. Serialized as the ``--goodput-json`` / ``--json`` contract."""
 
@@ -275,6 +284,16 @@ class RunResult(_Model):
         None, description="fingerprint of the prompts sent (docs/metrics.md, \"Workload sameness\")")
     receive_timestamps: Optional[ReceiveTimestamps] = Field(
         None, description="capture or read-time arrival stamps, and how many were mapped to packets")
+    percentiles: Literal["exact", "sketch"] = Field(
+        "exact", description="exact: over every record; sketch: from merged sketches within "
+        "sketch.relative_accuracy, counts exact, ``requests`` a uniform sample")
+    sketch: Optional[SketchInfo] = None
+
+    def samples_window_s(self) -> float:
+        """The window the kept ``requests`` divide by: ``window.seconds`` scaled to the sample."""
+        if self.sketch is None or not self.issued:
+            return self.window.seconds
+        return self.window.seconds * sum(not r.warmup for r in self.requests) / self.issued
 
 
 class Samples(_Model):

@@ -89,6 +89,8 @@ class ScenarioSpec(BaseModel):
     backend: Literal["process", "ray"] = Field(
         "process", description="where the workers run: processes of this machine, or Ray actors"
     )
+    sketch_above: Optional[int] = Field(None, ge=1, description="a Ray run of more requests ships "
+                                        "sketches and a sample, not every record (None: 2,000,000)")
     capture: Literal["off", "auto", "on"] = Field(
         "off", description="receive times from a packet capture (docs/capture.md); auto: when permitted")
     # sweep / capacity
@@ -321,12 +323,13 @@ class ScenarioSpec(BaseModel):
         """The fields that make two runs comparable.
 
         Gate settings (tolerances, gated metrics, the error-rate limit), the number of
-        repeats and the client's process count and backend are excluded: they judge or drive a run, they do not change what is
-        measured. Fields at their default are left out, so a new field added with a default
-        never orphans existing baselines.
+        repeats, and the client's process count, backend, capture and sketch threshold are
+        excluded: they judge or drive a run, they do not change what is measured. Fields at
+        their default are left out, so a new field added with a default never orphans existing
+        baselines.
         """
-        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "capture", "max_error_rate",
-                "interactivity_tolerance", "repeats"}
+        skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "capture",
+                "max_error_rate", "interactivity_tolerance", "repeats"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()
