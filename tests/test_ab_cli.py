@@ -49,6 +49,11 @@ def test_a_slowed_head_is_a_regression() -> None:
     (["--base-url", "http://127.0.0.1:9", "--base-sim", "slowdown=1"], "exclude each other"),
     (["--scenario", "sweep", "--sweep", "1,2"], "A/B mode compares single-load scenarios"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    ([*SMALL, "--engine-cpus", "x"], "error: --engine-cpus: 'x' is not a CPU number or range"),
+    ([*SMALL, "--base-url", "http://127.0.0.1:9", "--engine-cpus", "0"],
+     "error: --engine-cpus: applies to engines this command starts, not to one attached by --base-url"),
+    ([*SMALL, "--gate", ","], "error: --gate: ',' names no metric"),
+    ([*SMALL, "--gate", "metrics.bogus"], "unknown metric 'metrics.bogus'"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str) -> None:
     p = ab(*args, timeout=60)

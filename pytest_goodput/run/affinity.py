@@ -11,12 +11,9 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
-from pytest_goodput.schema.cpus import CpuSetError, format_cpus, plan_cpus
+from pytest_goodput.schema.cpus import PRIORITY_BOOST, CpuSetError, format_cpus, plan_cpus
 
-#: How much the client's threads ask to be favoured (a nice decrement; needs CAP_SYS_NICE).
-#: 10 (about nine tenths of a shared CPU when runnable) keeps receive lag P99 under 1 ms
-#: beside a CPU-bound neighbour; 5 left it at 4 ms (docs/performance.md).
-PRIORITY_BOOST = 10
+__all__ = ["PRIORITY_BOOST", "ClientPlacement", "available_cpus", "plan"]
 
 
 def available_cpus() -> tuple[int, ...]:
