@@ -3,8 +3,10 @@
 The two commands are read from ``docs/ab.md`` ("llama.cpp in CI") and run as a user would
 type them, in a fresh directory with this Python first on ``PATH`` (the serve commands say
 ``python``). What they must show: one slot instead of four is caught (exit 1, median TTFT
-*regressed*), and the same build on both sides passes (exit 0, nothing regressed, median
-TTFT *pass*). Needs the ``llamacpp`` extra and two CPUs (``--engine-cpus auto``).
+*regressed*, decided at the first look), and the same build on both sides passes (exit 0,
+nothing regressed, throughput *pass*; median TTFT *pass*, or *underpowered* when a busy
+machine's rounds scatter too much to resolve 25 %, never a false regression). Needs the
+``llamacpp`` extra and two CPUs (``--engine-cpus auto``).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ def test_one_slot_instead_of_four_is_caught(tmp_path: Path) -> None:
     p, result = run_doc_command("one slot instead of four: exit 1, TTFT P50 regressed", tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr[-3000:]
     assert verdicts(result)[TTFT] == "regressed", p.stdout
-    assert result["decided"] and "metrics.ttft_ms.p50" in result["stop_reason"], p.stdout
-    assert verdicts(result)["error_rate"] != "regressed"
+    assert result["decided"] and TTFT in result["stop_reason"], p.stdout
+    assert verdicts(result)["error_rate"] != "regressed"  # every request served: slower, not broken
 
 
 def test_the_same_build_on_both_sides_passes(tmp_path: Path) -> None:
@@ -90,4 +92,5 @@ def test_the_same_build_on_both_sides_passes(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     v = verdicts(result)
     assert "regressed" not in v.values(), p.stdout
-    assert v[TTFT] == "pass", p.stdout
+    assert v[TPUT] == "pass", p.stdout
+    assert v[TTFT] in ("pass", "underpowered"), p.stdout

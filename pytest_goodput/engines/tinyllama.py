@@ -41,14 +41,14 @@ CHAT_TEMPLATE = (
 
 #: Named models for ``llamacpp_server --write-tiny-model SIZE`` (``write_tiny_llama`` keywords).
 #: ``tiny`` (0.5 MB) streams a token in ~0.3 ms on one CPU thread. ``deep`` is the same width
-#: 96 layers deep (16 MB, still cache-sized): ~9 ms a token at one slot and ~17 ms a step of
-#: four, since llama.cpp's cost per layer is mostly fixed per step, so four slots serve ~1.7x
-#: the tokens of one (as batching pays on a GPU). Its token gaps are well above the few
-#: milliseconds a loaded machine's scheduler can hold the client up, where the tiny model's
-#: sub-millisecond gaps leave the client's self-check no room (docs/performance.md).
+#: 256 layers deep (42 MB): ~12 ms a token at one slot and ~27 ms a step of four, since
+#: llama.cpp's cost per layer is mostly fixed per step, so four slots serve ~1.5x the tokens
+#: of one (as batching pays on a GPU). Its token gaps stay above the 10 ms a loaded machine's
+#: scheduler can hold the client up, where the tiny model's sub-millisecond gaps set the
+#: client's self-check its 3 ms floor (docs/performance.md).
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {},
-    "deep": {"n_layer": 96},
+    "deep": {"n_layer": 256},
 }
 
 _SPACE = "\u2581"
