@@ -183,3 +183,42 @@ def test_client_placement_moves_every_thread_and_puts_it_back() -> None:
         placement.restore()
     assert seen["cpus"] == {max(before)}  # a thread that existed before the placement moved too
     assert os.sched_getaffinity(0) == before
+
+
+AUTOGROUP = pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"),
+                               reason="no autogroup scheduling on this kernel")
+
+
+@AUTOGROUP
+def test_the_session_autogroup_is_favoured_while_placed_and_given_back() -> None:
+    """Where CPU is shared by session first, the client's session is favoured as a whole."""
+    from pytest_goodput.engines.autogroup import autogroup_nice
+    from pytest_goodput.run.affinity import ClientPlacement
+
+    before = autogroup_nice()
+    assert before is not None
+    placement = ClientPlacement(sorted(os.sched_getaffinity(0))[-1:])
+    try:
+        during = autogroup_nice()
+    finally:
+        placement.restore()
+    assert autogroup_nice() == before
+    if placement.boosted:  # permitted (CAP_SYS_NICE)
+        assert during == max(-20, before - PRIORITY_BOOST)
+    else:
+        assert during == before
+
+
+@AUTOGROUP
+def test_the_pinning_wrapper_favours_only_a_session_of_its_own() -> None:
+    """Started by ``launch`` (a new session) the engine's autogroup rises; started from a
+    shell's session it is left alone, since that group is the shell's."""
+    cpu = str(min(os.sched_getaffinity(0)))
+    show = ["cat", "/proc/self/autogroup"]
+    wrapped = [sys.executable, "-m", "pytest_goodput.engines.pinned", cpu, "--", *show]
+    own = subprocess.run(wrapped, capture_output=True, text=True, timeout=60, start_new_session=True)
+    caller = open("/proc/self/autogroup").read()
+    shared = subprocess.run(wrapped, capture_output=True, text=True, timeout=60)
+    assert shared.stdout == caller  # the caller's group, untouched
+    if os.geteuid() == 0:
+        assert own.stdout.rstrip().endswith(f"nice {-PRIORITY_BOOST}"), own.stdout

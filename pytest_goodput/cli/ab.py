@@ -61,8 +61,8 @@ def add_ab_parser(sub: Any) -> None:
     add_cpu_flags(ab)
     add_spec_flags(ab)
     ab.add_argument("--gate", metavar="METRICS",
-                    help="comma-separated metrics to gate, e.g. metrics.ttft_ms.p50 (default: the "
-                         "scenario's default gate; the error rate is always compared)")
+                    help="comma-separated metrics to gate, e.g. metrics.ttft_ms.p50,"
+                         "throughput.output_tokens_per_s (default: the scenario's default gate)")
     ab.add_argument("--min-rounds", type=int, default=MIN_ROUNDS,
                     help=f"rounds before the first look (default {MIN_ROUNDS}, at least 2)")
     ab.add_argument("--max-rounds", type=int, default=MAX_ROUNDS,
