@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_goodput.engines.engine import simulator
-from pytest_goodput.schema.cpus import CpuSetError, format_cpus, parse_cpus, plan_cpus
+from pytest_goodput.schema.cpus import PRIORITY_BOOST, CpuSetError, format_cpus, parse_cpus, plan_cpus
 
 pytest_plugins = ["pytester"]
 
@@ -83,6 +83,35 @@ def test_the_pinning_wrapper_refuses_bad_lists_and_missing_commands() -> None:
     assert missing.returncode == 127 and "cannot start 'no-such-engine-binary'" in missing.stderr
 
 
+def test_the_pinning_wrapper_raises_the_engines_priority_where_permitted() -> None:
+    now = os.getpriority(os.PRIO_PROCESS, 0)
+    cpu = str(min(os.sched_getaffinity(0)))
+    show = "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"
+    p = subprocess.run([sys.executable, "-m", "pytest_goodput.engines.pinned", cpu, "--",
+                        sys.executable, "-c", show], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    boosted = max(-20, now - PRIORITY_BOOST)
+    if os.geteuid() == 0:  # root may raise it (CAP_SYS_NICE)
+        assert int(p.stdout) == boosted
+    else:  # without the capability the pinning applies alone
+        assert int(p.stdout) in (now, boosted)
+
+
+@TWO_CPUS
+def test_run_and_ab_take_the_plugins_cpu_flags() -> None:
+    last = max(os.sched_getaffinity(0))
+    p = subprocess.run([sys.executable, "-m", "pytest_goodput", "run", "--engine-cpus", "auto",
+                        "--scenario", "concurrency", "--concurrency", "2", "--requests", "8",
+                        "--isl", "16", "--osl", "8"], capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 3), p.stderr  # 3: a neighbour set the client's pace; placed all the same
+    assert f"client on CPUs {last}" in p.stderr
+    bad = subprocess.run([sys.executable, "-m", "pytest_goodput", "run", "--engine-cpus", "0",
+                          "--client-cpus", "0", "--scenario", "offline", "--requests", "4"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "error: --engine-cpus / --client-cpus: engine CPUs 0 and client " \
+        "CPUs 0 overlap on 0" in bad.stderr and "Traceback" not in bad.stderr
+
+
 @TWO_CPUS
 def test_a_launched_engine_and_its_children_stay_on_their_cpus() -> None:
     first = min(os.sched_getaffinity(0))
@@ -154,3 +183,42 @@ def test_client_placement_moves_every_thread_and_puts_it_back() -> None:
         placement.restore()
     assert seen["cpus"] == {max(before)}  # a thread that existed before the placement moved too
     assert os.sched_getaffinity(0) == before
+
+
+AUTOGROUP = pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"),
+                               reason="no autogroup scheduling on this kernel")
+
+
+@AUTOGROUP
+def test_the_session_autogroup_is_favoured_while_placed_and_given_back() -> None:
+    """Where CPU is shared by session first, the client's session is favoured as a whole."""
+    from pytest_goodput.engines.autogroup import autogroup_nice
+    from pytest_goodput.run.affinity import ClientPlacement
+
+    before = autogroup_nice()
+    assert before is not None
+    placement = ClientPlacement(sorted(os.sched_getaffinity(0))[-1:])
+    try:
+        during = autogroup_nice()
+    finally:
+        placement.restore()
+    assert autogroup_nice() == before
+    if placement.boosted:  # permitted (CAP_SYS_NICE)
+        assert during == max(-20, before - PRIORITY_BOOST)
+    else:
+        assert during == before
+
+
+@AUTOGROUP
+def test_the_pinning_wrapper_favours_only_a_session_of_its_own() -> None:
+    """Started by ``launch`` (a new session) the engine's autogroup rises; started from a
+    shell's session it is left alone, since that group is the shell's."""
+    cpu = str(min(os.sched_getaffinity(0)))
+    show = ["cat", "/proc/self/autogroup"]
+    wrapped = [sys.executable, "-m", "pytest_goodput.engines.pinned", cpu, "--", *show]
+    own = subprocess.run(wrapped, capture_output=True, text=True, timeout=60, start_new_session=True)
+    caller = open("/proc/self/autogroup").read()
+    shared = subprocess.run(wrapped, capture_output=True, text=True, timeout=60)
+    assert shared.stdout == caller  # the caller's group, untouched
+    if os.geteuid() == 0:
+        assert own.stdout.rstrip().endswith(f"nice {-PRIORITY_BOOST}"), own.stdout

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_goodput.cli.cpus import Cpus, add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.cli.run import (
     EXIT_FAIL,
     EXIT_INVALID,
@@ -62,7 +63,11 @@ def add_ab_parser(sub: Any) -> None:
     ab.add_argument("--api-key-env", help="environment variable holding the API key")
     ab.add_argument("--ready-timeout", type=float, default=DEFAULT_READY_TIMEOUT_S, metavar="S",
                     help="seconds a --*-serve engine may take to answer its health probe")
+    add_cpu_flags(ab)
     add_spec_flags(ab)
+    ab.add_argument("--gate", metavar="METRICS",
+                    help="comma-separated metrics to gate, e.g. metrics.ttft_ms.p50,"
+                         "throughput.output_tokens_per_s (default: the scenario's default gate)")
     ab.add_argument("--min-rounds", type=int, default=MIN_ROUNDS,
                     help=f"rounds before the first look (default {MIN_ROUNDS}, at least 2)")
     ab.add_argument("--max-rounds", type=int, default=MAX_ROUNDS,
@@ -99,13 +104,24 @@ def check_side(side: str, ns: argparse.Namespace) -> None:
         parse_knobs(side, sim)
 
 
-def _engine(side: str, ns: argparse.Namespace, timeout: float) -> Engine:
+def _engine(side: str, ns: argparse.Namespace, timeout: float, cpus: Cpus) -> Engine:
     url, serve, sim = (getattr(ns, f"{side}_{k}") for k in ("url", "serve", "sim"))
     if url:
         return attach(url, ns.model, ns.api_key_env)
     if serve:
-        return launch(serve, ns.model, ns.api_key_env, ready_timeout_s=timeout)
-    return simulator(ns.model, **parse_knobs(side, sim or ""))
+        return launch(serve, ns.model, ns.api_key_env, ready_timeout_s=timeout, cpus=cpus)
+    return simulator(ns.model, cpus=cpus, **parse_knobs(side, sim or ""))
+
+
+def ab_spec_args(ns: argparse.Namespace) -> dict[str, Any]:
+    """The spec's arguments: ``run``'s scenario flags and ``--gate``."""
+    args = spec_args(ns)
+    if ns.gate is not None:
+        gate = [m.strip() for m in ns.gate.split(",") if m.strip()]
+        if not gate:
+            raise CLIError(f"--gate: {ns.gate!r} names no metric (e.g. metrics.ttft_ms.p50)")
+        args["gate"] = gate
+    return args
 
 
 def _describe(ns: argparse.Namespace, side: str) -> str:
@@ -168,34 +184,36 @@ def cmd_ab(ns: argparse.Namespace) -> int:
     if ns.exclusive and attached:
         raise CLIError(f"--exclusive starts and stops both engines: {' and '.join(attached)} "
                        "attaches to one this command cannot restart")
-    args = spec_args(ns)
+    args = ab_spec_args(ns)
     on_ray = ray_backend(ns, args)  # both sides' load workers on Ray actors
     spec = build_spec(args, where="command line")
     ab_metrics(spec, ns.tolerance)  # a sweep or repeats: refused before any engine starts
+    engine_cpus, client_cpus = cpu_plan(ns, attached)
     engines: list[Engine] = []
     code = EXIT_INVALID  # until judged: an interrupted or crashed run keeps the engines' logs
     result: ABResult | None = None
     exclusive = ns.exclusive
     try:
-        engines.append(_engine("base", ns, timeout))
+        engines.append(_engine("base", ns, timeout, engine_cpus))
         if exclusive:
             engines[0].close()  # started again for its first run
         try:
-            engines.append(_engine("head", ns, timeout))
+            engines.append(_engine("head", ns, timeout, engine_cpus))
         except EngineStartError as exc:
             if exclusive or not engines[0].can_relaunch:
                 raise
             engines[0].close()  # both do not fit: the head alone, then one at a time
-            engines.append(_engine("head", ns, timeout))
+            engines.append(_engine("head", ns, timeout, engine_cpus))
             exclusive = True
             why = (str(exc).splitlines()[1:2] or ["it failed"])[0]
             print(f"the head engine did not start beside the base ({why}): one engine at a time",
                   file=sys.stderr)
         print(f"A/B {spec.scenario}: base {_describe(ns, 'base')}, head {_describe(ns, 'head')}",
               file=sys.stderr)
-        result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
-                        max_rounds=ns.max_rounds, tolerance=ns.tolerance,
-                        say=lambda s: print(s, file=sys.stderr), exclusive=exclusive)
+        with placed_client(client_cpus):  # after the engines: their threads are not the client's
+            result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
+                            max_rounds=ns.max_rounds, tolerance=ns.tolerance,
+                            say=lambda s: print(s, file=sys.stderr), exclusive=exclusive)
         code = ab_exit_code(result, ns.strict)
     finally:
         if on_ray:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_goodput.cli.cpus import add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.load import ray_runtime
@@ -146,6 +147,7 @@ def add_spec_flags(p: argparse.ArgumentParser) -> None:
 def add_run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="run one scenario and print its metrics")
     add_engine_flags(run)
+    add_cpu_flags(run)
     add_spec_flags(run)
     run.add_argument("--json", help="write the full result (with per-request records) here")
     add_ray_flag(run)
@@ -181,11 +183,13 @@ def cmd_run(ns: argparse.Namespace) -> int:
     args = spec_args(ns)
     on_ray = ray_backend(ns, args)
     spec = with_trace_digest(build_spec(args, where="command line"))  # a bad trace: before any engine
+    engine_cpus, client_cpus = cpu_plan(ns, ["--url"] if ns.url else [])
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
-                    ready_timeout_s=ready_timeout(ns.ready_timeout))
+                    ready_timeout_s=ready_timeout(ns.ready_timeout), cpus=engine_cpus)
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log
     try:
-        m = measure(spec, engine)
+        with placed_client(client_cpus):
+            m = measure(spec, engine)
         code = run_exit_code(m.runs)
     finally:
         if on_ray:

@@ -9,7 +9,8 @@ command line, so ``launch()`` can start, watch and tear it down like any other e
 
 It prints the base URL (``http://HOST:PORT/v1``) as its first stdout line, so ``--port 0``
 works with ``launch(..., url_from_stdout=True)``; llama.cpp's own log goes to stderr.
-``--write-tiny-model`` writes the random test model first when the file does not exist.
+``--write-tiny-model [SIZE]`` writes the random test model first when the file does not
+exist (``tiny``, the default, or ``deep``: ``tinyllama.SIZES``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import threading
 from typing import Any, Optional, Sequence
 
-from pytest_goodput.engines.tinyllama import write_tiny_llama
+from pytest_goodput.engines.tinyllama import SIZES, write_tiny_llama
 
 #: HTTP worker threads. llama.cpp's HTTP server gives each connection a thread of a fixed pool
 #: and keeps an idle keep-alive connection on it for 5 s; its default pool (slots + 2) is
@@ -74,16 +75,30 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--metrics", action="store_true", help="serve Prometheus /metrics")
     ap.add_argument("--alias", default=None, help="model name reported by /v1/models")
     ap.add_argument(
-        "--write-tiny-model", action="store_true",
-        help="write the tiny random model to --model first if the file does not exist",
+        "--write-tiny-model", nargs="?", const="tiny", default=None, choices=sorted(SIZES),
+        metavar="SIZE",
+        help="write the random test model to --model first if the file does not exist: "
+        "tiny (the default, 0.5 MB, ~0.3 ms a token) or deep (42 MB, ~12 ms a token)",
     )
     return ap.parse_args(argv)
+
+
+def write_model(path: str, size: str) -> None:
+    """The random model of ``size`` at ``path``, written under another name and renamed: a
+    server stopped mid-write leaves no half-written file for the next start to serve."""
+    part = f"{path}.{os.getpid()}.part"
+    try:
+        write_tiny_llama(part, **SIZES[size])
+        os.replace(part, path)
+    finally:
+        if os.path.exists(part):
+            os.unlink(part)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if args.write_tiny_model and not os.path.exists(args.model):
-        write_tiny_llama(args.model)
+        write_model(args.model, args.write_tiny_model)
     import xllamacpp
 
     stop = threading.Event()

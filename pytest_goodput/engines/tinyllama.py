@@ -39,6 +39,18 @@ CHAT_TEMPLATE = (
 )
 """ChatML: recognised by llama.cpp both as a built-in template and through Jinja."""
 
+#: Named models for ``llamacpp_server --write-tiny-model SIZE`` (``write_tiny_llama`` keywords).
+#: ``tiny`` (0.5 MB) streams a token in ~0.3 ms on one CPU thread. ``deep`` is the same width
+#: 256 layers deep (42 MB): ~12 ms a token at one slot and ~27 ms a step of four, since
+#: llama.cpp's cost per layer is mostly fixed per step, so four slots serve ~1.5x the tokens
+#: of one (as batching pays on a GPU). Its token gaps stay above the 10 ms a loaded machine's
+#: scheduler can hold the client up, where the tiny model's sub-millisecond gaps set the
+#: client's self-check its 3 ms floor (docs/performance.md).
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": {},
+    "deep": {"n_layer": 256},
+}
+
 _SPACE = "\u2581"
 _BAN = -1000.0  # output weight of banned tokens on the constant hidden dimension
 

@@ -2,8 +2,9 @@
 
 The client's timestamps are only as good as its promptness. :class:`ClientPlacement` moves
 every thread of this process to the client's CPU set for as long as the engine runs (new
-threads and worker processes inherit it) and raises the threads' scheduling priority when
-the system allows it; :meth:`ClientPlacement.restore` puts both back.
+threads and worker processes inherit it) and raises the threads' scheduling priority, and
+the session's autogroup's (``engines.autogroup``), when the system allows it;
+:meth:`ClientPlacement.restore` puts all of it back.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
-from pytest_goodput.schema.cpus import CpuSetError, format_cpus, plan_cpus
+from pytest_goodput.engines.autogroup import autogroup_nice, set_autogroup_nice
+from pytest_goodput.schema.cpus import PRIORITY_BOOST, CpuSetError, format_cpus, plan_cpus
 
-#: How much the client's threads ask to be favoured (a nice decrement; needs CAP_SYS_NICE).
-#: 10 (about nine tenths of a shared CPU when runnable) keeps receive lag P99 under 1 ms
-#: beside a CPU-bound neighbour; 5 left it at 4 ms (docs/performance.md).
-PRIORITY_BOOST = 10
+__all__ = ["PRIORITY_BOOST", "ClientPlacement", "available_cpus", "plan"]
 
 
 def available_cpus() -> tuple[int, ...]:
@@ -60,6 +59,10 @@ class ClientPlacement:
                 self._nice[tid] = now
             except OSError:  # not permitted (no CAP_SYS_NICE): pinning alone still helps
                 pass
+        # where CPU is shared by session first, a nice value weighs only inside the session
+        self._group: Optional[int] = autogroup_nice()
+        if self._group is not None and not (self._nice and set_autogroup_nice(self._group - PRIORITY_BOOST)):
+            self._group = None
         self.boosted = bool(self._nice)
 
     def describe(self) -> str:
@@ -78,5 +81,8 @@ class ClientPlacement:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
             except OSError:
                 pass
+        if self._group is not None:
+            set_autogroup_nice(self._group)
+            self._group = None
         self._affinity.clear()
         self._nice.clear()
