@@ -222,3 +222,45 @@ def test_the_pinning_wrapper_favours_only_a_session_of_its_own() -> None:
     assert shared.stdout == caller  # the caller's group, untouched
     if os.geteuid() == 0:
         assert own.stdout.rstrip().endswith(f"nice {-PRIORITY_BOOST}"), own.stdout
+
+
+def _realtime_permitted() -> bool:
+    if not hasattr(os, "SCHED_RESET_ON_FORK"):
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR | os.SCHED_RESET_ON_FORK, os.sched_param(1))
+    except OSError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+@TWO_CPUS
+def test_client_placement_takes_real_time_priority_children_do_not_inherit_it() -> None:
+    """Where permitted the client preempts ordinary neighbours at once; an engine or worker it
+    starts must not run real-time (nor at its raised nice), and restore gives it all back."""
+    from pytest_goodput.run.affinity import REALTIME_PRIORITY, ClientPlacement
+
+    if not _realtime_permitted():
+        pytest.skip("real-time scheduling not permitted here (needs CAP_SYS_NICE and an RT budget)")
+    before = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
+    placement = ClientPlacement((max(os.sched_getaffinity(0)),))
+    try:
+        assert placement.realtime and "SCHED_RR" in placement.describe()
+        assert os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK == os.SCHED_RR
+        assert os.sched_getparam(0).sched_priority == REALTIME_PRIORITY
+        child = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getscheduler(0), "
+                                "os.getpriority(os.PRIO_PROCESS, 0))"], capture_output=True, text=True, timeout=60)
+        assert child.stdout.split() == [str(os.SCHED_OTHER), "0"]
+        from pytest_goodput.load.shard import share_priority  # a shard worker is the client too
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            share_priority(worker.pid)
+            assert os.sched_getscheduler(worker.pid) == os.sched_getscheduler(0)
+            assert os.getpriority(os.PRIO_PROCESS, worker.pid) == os.getpriority(os.PRIO_PROCESS, 0)
+        finally:
+            worker.kill()
+            worker.wait()
+    finally:
+        placement.restore()
+    assert (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)) == before

@@ -102,6 +102,18 @@ class Init:
     dataset: Any = None
 
 
+def share_priority(pid: int) -> None:
+    """Give process ``pid`` this thread's scheduling policy and nice value: a worker is the client
+    too, and a placed client's real-time policy is reset for children (``run.affinity``)."""
+    try:
+        policy = os.sched_getscheduler(0)
+        if policy & ~getattr(os, "SCHED_RESET_ON_FORK", 0) != os.SCHED_OTHER:
+            os.sched_setscheduler(pid, policy, os.sched_getparam(0))
+        os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, 0))
+    except (AttributeError, OSError):  # not Linux, not permitted, or the worker already gone
+        pass
+
+
 class _Worker:
     """The parent's handle on one worker process."""
 
@@ -113,6 +125,7 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_goodput.load.shard"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
+        share_priority(self.proc.pid)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.tx = Connection(os.dup(self.proc.stdin.fileno()), readable=False)
         self.rx = Connection(os.dup(self.proc.stdout.fileno()), writable=False)

@@ -5,6 +5,15 @@ every thread of this process to the client's CPU set for as long as the engine r
 threads and worker processes inherit it) and raises the threads' scheduling priority, and
 the session's autogroup's (``engines.autogroup``), when the system allows it;
 :meth:`ClientPlacement.restore` puts all of it back.
+
+The raise is real-time round-robin scheduling (``SCHED_RR`` at the lowest real-time
+priority) where permitted: a waking client thread then preempts any ordinary thread on its
+CPU at once, where a nice boost only shortens the wait (``docs/performance.md`` has the
+event-loop and send lag of both beside CPU-bound neighbours). The client sleeps between
+sends and reads, and the kernel's real-time throttling keeps at least 5 % of each second
+for ordinary threads, so neighbours are not locked out. ``SCHED_RESET_ON_FORK`` keeps child
+processes (an engine relaunched between sessions, worker processes) from inheriting it.
+Where real-time scheduling is refused, the nice boost applies alone.
 """
 
 from __future__ import annotations
@@ -16,6 +25,10 @@ from pytest_goodput.engines.autogroup import autogroup_nice, set_autogroup_nice
 from pytest_goodput.schema.cpus import PRIORITY_BOOST, CpuSetError, format_cpus, plan_cpus
 
 __all__ = ["PRIORITY_BOOST", "ClientPlacement", "available_cpus", "plan"]
+
+#: The real-time priority asked for (1, the lowest: above every ordinary thread, below the
+#: kernel's own real-time threads).
+REALTIME_PRIORITY = 1
 
 
 def available_cpus() -> tuple[int, ...]:
@@ -47,6 +60,7 @@ class ClientPlacement:
         self.cpus = tuple(cpus)
         self._affinity: dict[int, set[int]] = {}
         self._nice: dict[int, int] = {}
+        self._policy: dict[int, tuple[int, int]] = {}
         for tid in _threads():
             try:
                 self._affinity[tid] = os.sched_getaffinity(tid)
@@ -59,21 +73,43 @@ class ClientPlacement:
                 self._nice[tid] = now
             except OSError:  # not permitted (no CAP_SYS_NICE): pinning alone still helps
                 pass
+            self._realtime(tid)
         # where CPU is shared by session first, a nice value weighs only inside the session
         self._group: Optional[int] = autogroup_nice()
         if self._group is not None and not (self._nice and set_autogroup_nice(self._group - PRIORITY_BOOST)):
             self._group = None
         self.boosted = bool(self._nice)
+        self.realtime = bool(self._policy)
+
+    def _realtime(self, tid: int) -> None:
+        """SCHED_RR for one thread, remembering its policy; refused: left as it was."""
+        rr, reset = getattr(os, "SCHED_RR", None), getattr(os, "SCHED_RESET_ON_FORK", 0)
+        if rr is None or not reset:
+            return
+        try:
+            policy, param = os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority
+            if policy & ~reset != os.SCHED_OTHER:  # already real-time (or batch/idle): leave it
+                return
+            os.sched_setscheduler(tid, rr | reset, os.sched_param(REALTIME_PRIORITY))
+            self._policy[tid] = (policy, param)
+        except OSError:  # not permitted, or the kernel keeps no real-time budget for this group
+            pass
 
     def describe(self) -> str:
         return f"client on CPUs {format_cpus(self.cpus)}" + (
-            f", priority raised by {PRIORITY_BOOST}" if self.boosted else "")
+            f", real-time priority (SCHED_RR {REALTIME_PRIORITY})" if self.realtime
+            else f", priority raised by {PRIORITY_BOOST}" if self.boosted else "")
 
     def restore(self) -> None:
         """Give every thread its affinity and priority back."""
         for tid, cpus in self._affinity.items():
             try:
                 os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
+        for tid, (policy, param) in self._policy.items():
+            try:
+                os.sched_setscheduler(tid, policy, os.sched_param(param))
             except OSError:
                 pass
         for tid, nice in self._nice.items():
@@ -86,3 +122,4 @@ class ClientPlacement:
             self._group = None
         self._affinity.clear()
         self._nice.clear()
+        self._policy.clear()
