@@ -11,10 +11,9 @@ machine's rounds scatter too much to resolve 25 %, never a false regression). Ne
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -32,19 +31,16 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parent.parent
-MARKER = "<!-- ab-llamacpp-commands -->"
 TTFT, TPUT = "metrics.ttft_ms.p50", "throughput.output_tokens_per_s"
 
 
 def doc_commands() -> dict[str, list[str]]:
-    """The block after the marker in docs/ab.md: each ``# comment`` names the command below it."""
-    text = (REPO / "docs" / "ab.md").read_text()
-    block = text.split(MARKER, 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    out: dict[str, list[str]] = {}
-    for part in re.split(r"^# ", block, flags=re.M)[1:]:
-        title, _, body = part.partition("\n")
-        out[title.strip()] = shlex.split(body.replace("\\\n", " "))
-    return out
+    """The docs' commands, read by the bench's own reader (``bench/ab_llamacpp.py``)."""
+    spec = importlib.util.spec_from_file_location("ab_llamacpp_bench", REPO / "bench" / "ab_llamacpp.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.doc_commands()
 
 
 COMMANDS = doc_commands()
