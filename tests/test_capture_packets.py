@@ -190,9 +190,13 @@ def test_a_tests_receive_note_sums_the_runs_hand_computed():
     from pytest_goodput.report.summary import receive_note
     from pytest_goodput.schema.results import ReceiveTimestamps
 
-    class Run:  # only the field the note reads
-        def __init__(self, ts):
-            self.receive_timestamps = ts
+    class Spec:
+        def __init__(self, capture):
+            self.capture = capture
+
+    class Run:  # only the fields the note reads
+        def __init__(self, ts, capture="auto"):
+            self.receive_timestamps, self.spec = ts, Spec(capture)
 
     full = ReceiveTimestamps(source="capture", responses=4, responses_mapped=4, events=40, events_mapped=40)
     part = ReceiveTimestamps(source="capture", responses=4, responses_mapped=3, events=40, events_mapped=35)
@@ -202,3 +206,5 @@ def test_a_tests_receive_note_sums_the_runs_hand_computed():
         "where event-loop lag is not held against the run (docs/capture.md)")
     assert receive_note([Run(fallback)]) == "receive times: read time (no CAP_NET_RAW)"
     assert receive_note([Run(None)]) is None
+    off = ReceiveTimestamps(source="read", reason="capture off")
+    assert receive_note([Run(off, capture="off")]) is None  # not asked for: no note

@@ -28,9 +28,10 @@ def receive_line(ts: ReceiveTimestamps) -> str:
 
 def receive_note(runs: Sequence[RunResult]) -> Optional[str]:
     """One note for a test's runs: which clock stamped arrivals, when the capture was asked
-    for (``--goodput-capture``); the events mapped are summed over the runs."""
-    stamps = [r.receive_timestamps for r in runs if r.receive_timestamps is not None]
-    if not stamps:
+    for (``--goodput-capture`` auto or on); the events mapped are summed over the runs."""
+    stamps = [r.receive_timestamps for r in runs
+              if r.receive_timestamps is not None and r.spec.capture != "off"]
+    if not stamps:  # capture was not asked for: nothing to say
         return None
     captured = [t for t in stamps if t.source == "capture"]
     if not captured:
