@@ -11,7 +11,7 @@ the rules'. Printed per rule and arm: A/A false alarms (a metric *regressed*), u
 fails), the arm's power (the build fails; the arm's own metric regressed), rounds, with 95 %
 Clopper–Pearson intervals.
 
-    python bench/ab_stopping.py --trials 800 --power-trials 250 --rounds-file /tmp/ab-rounds.json
+    python bench/ab_stopping.py --trials 800 --power-trials 250 --rounds-file ab-rounds.json
 """
 
 from __future__ import annotations
