@@ -125,3 +125,22 @@ def test_a_blocked_loop_invalidates_the_run_only_without_capture(
     assert ts["events"] == ts["events_mapped"] > 24 * 24
     assert code == 0 and on["client"]["valid"] and on["client"]["exact_receive"], on["client"]
     assert any("not held against the run" in n for n in on["client"]["notes"])
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--url", "https://127.0.0.1:9/v1"],
+    ["run", "--ray", "local"],
+    ["ab", "--base-url", "https://127.0.0.1:9/v1", "--head-sim", "default"],
+])
+def test_the_cli_refuses_capture_on_before_starting_anything(command: list[str]) -> None:
+    """``--capture on`` that cannot be honoured is a usage error naming why, with no engine,
+    Ray runtime or load started first (the command returns at once)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest_goodput", *command, "--capture", "on",
+                           "--scenario", "offline", "--requests", "4"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "--capture on:" in done.stderr and "--capture auto falls back" in done.stderr, done.stderr
+    assert ("encrypted" if "https" in " ".join(command) else "Ray workers") in done.stderr
+    assert "engine log" not in done.stderr and "Traceback" not in done.stderr

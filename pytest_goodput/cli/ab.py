@@ -22,6 +22,7 @@ from pytest_goodput.cli.run import (
     add_spec_flags,
     ray_backend,
     ready_timeout,
+    refuse_capture,
     spec_args,
 )
 from pytest_goodput.engines.engine import (
@@ -188,6 +189,7 @@ def cmd_ab(ns: argparse.Namespace) -> int:
     on_ray = ray_backend(ns, args)  # both sides' load workers on Ray actors
     spec = build_spec(args, where="command line")
     ab_metrics(spec, ns.tolerance)  # a sweep or repeats: refused before any engine starts
+    refuse_capture(spec, [getattr(ns, f"{side}_url") for side in SIDES])
     engine_cpus, client_cpus = cpu_plan(ns, attached)
     engines: list[Engine] = []
     code = EXIT_INVALID  # until judged: an interrupted or crashed run keeps the engines' logs

@@ -6,18 +6,18 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from pytest_goodput.cli.cpus import add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
-from pytest_goodput.load import ray_runtime
+from pytest_goodput.load import capture, ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ray_address import RayAddressError
 from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.spec import ScenarioSpec, build_spec
 from pytest_goodput.store.files import write_atomic
 
 #: CLI flag → spec field, for flags whose name is not the field's.
@@ -159,6 +159,19 @@ def add_ray_flag(p: argparse.ArgumentParser) -> None:
                    "(start Ray here), auto, HOST:PORT or ray://HOST:PORT (pytest-goodput[ray])")
 
 
+def refuse_capture(spec: ScenarioSpec, urls: list[Optional[str]]) -> None:
+    """``--capture on`` where no capture can run: a usage error before any engine starts.
+
+    An engine this command launches listens on 127.0.0.1 over plain HTTP (``None`` here).
+    """
+    if spec.capture != "on":
+        return
+    for url in urls:
+        why = capture.why_not(spec.backend, url or "http://127.0.0.1/")
+        if why is not None:
+            raise CLIError(f"--capture on: {why}; --capture auto falls back to read-time stamps")
+
+
 def ready_timeout(value: float) -> float:
     """``--ready-timeout``, checked: a positive number of seconds up to a day."""
     if not (math.isfinite(value) and 0 < value <= MAX_READY_TIMEOUT_S):
@@ -183,6 +196,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     args = spec_args(ns)
     on_ray = ray_backend(ns, args)
     spec = with_trace_digest(build_spec(args, where="command line"))  # a bad trace: before any engine
+    refuse_capture(spec, [ns.url])
     engine_cpus, client_cpus = cpu_plan(ns, ["--url"] if ns.url else [])
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout), cpus=engine_cpus)

@@ -57,6 +57,13 @@ def unavailable(base_url: str) -> Optional[str]:
     return None
 
 
+def why_not(backend: str, base_url: str) -> Optional[str]:
+    """Why a run on ``backend`` against ``base_url`` cannot be captured, or None when it can."""
+    if backend == "ray":
+        return "the Ray workers' connections may be on other hosts"
+    return unavailable(base_url)
+
+
 def engine_port(base_url: str) -> int:
     url = urlsplit(base_url)
     return url.port or (443 if url.scheme == "https" else 80)
@@ -147,8 +154,7 @@ def begin(mode: str, backend: str, base_url: str) -> tuple[Optional[PacketCaptur
     """
     if mode == "off":
         return None, "capture off"
-    why = ("the Ray workers' connections may be on other hosts" if backend == "ray"
-           else unavailable(base_url))
+    why = why_not(backend, base_url)
     cap = None
     if why is None:
         cap = PacketCapture(engine_port(base_url))
