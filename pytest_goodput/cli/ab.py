@@ -43,6 +43,7 @@ from pytest_goodput.report.vocabulary import (
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.run.ab import ab_metrics, run_ab
+from pytest_goodput.run.ab_gate import describe
 from pytest_goodput.schema.ab import ABResult
 from pytest_goodput.schema.ab_options import sim_knobs
 from pytest_goodput.schema.spec import SpecError, build_spec
@@ -125,11 +126,6 @@ def ab_spec_args(ns: argparse.Namespace) -> dict[str, Any]:
     return args
 
 
-def _describe(ns: argparse.Namespace, side: str) -> str:
-    url, serve, sim = (getattr(ns, f"{side}_{k}") for k in ("url", "serve", "sim"))
-    return url or serve or (f"simulator {sim}" if sim else "simulator")
-
-
 def render_ab(result: ABResult) -> str:
     """The per-metric table and how the run stopped."""
     pct = f"{result.confidence:.0%}"
@@ -210,7 +206,7 @@ def cmd_ab(ns: argparse.Namespace) -> int:
             why = (str(exc).splitlines()[1:2] or ["it failed"])[0]
             print(f"the head engine did not start beside the base ({why}): one engine at a time",
                   file=sys.stderr)
-        print(f"A/B {spec.scenario}: base {_describe(ns, 'base')}, head {_describe(ns, 'head')}",
+        print(f"A/B {spec.scenario}: base {describe(engines[0])}, head {describe(engines[1])}",
               file=sys.stderr)
         with placed_client(client_cpus):  # after the engines: their threads are not the client's
             result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
