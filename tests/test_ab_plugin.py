@@ -118,6 +118,27 @@ def test_decode():
     assert message in r.stderr.str()
 
 
+@pytest.mark.parametrize("base, message", [
+    (f"--goodput-base-serve={sys.executable} -c 'import sys; sys.exit(3)' --port {{port}} "
+     "--api-key sk-secret-xyz", "engine exited with code 3"),
+    ("--goodput-base-url=http://127.0.0.1:9/v1?key=sk-secret-xyz", "cannot reach"),
+])
+def test_a_base_that_cannot_start_fails_the_test_with_its_reason(pytester, sim_url, base, message):
+    """The head is attached (it cannot be restarted to make room) and the base's command exits,
+    or its URL does not answer: the test fails with the reason, redacted, and no traceback."""
+    write(pytester, f"""
+@pytest.mark.goodput({SMALL})
+def test_decode(goodput):
+    goodput.run()
+""")
+    r = pytester.runpytest("-p", "no:cacheprovider", f"--goodput-url={sim_url}", base)
+    out = r.stdout.str()
+    assert r.ret == 1, out
+    r.assert_outcomes(failed=1)
+    assert message in out and "sk-secret-xyz" not in out, out
+    assert "Traceback" not in out and "During handling" not in out
+
+
 def test_a_capacity_search_cannot_run_in_ab_mode_and_says_why(pytester):
     write(pytester, """
 @pytest.mark.goodput(scenario="capacity", ttft_ms=500, requests=10, isl=16, osl=8, base_sim="default")

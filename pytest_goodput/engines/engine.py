@@ -92,6 +92,9 @@ class Engine:
             resp = httpx.get(f"{self.base_url}/models", headers=headers, timeout=timeout_s)
             resp.raise_for_status()
             data = resp.json().get("data") or []
+        except httpx.TransportError as exc:  # nothing answers: naming a model would not help
+            raise ConnectionError(redact(f"cannot reach {self.base_url}/models ({type(exc).__name__}): "
+                                         "is the engine running at that URL?")) from None
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             raise ConnectionError(redact(
                 f"cannot list models at {self.base_url}/models ({type(exc).__name__}); "

@@ -73,11 +73,13 @@ class GoodputHarness:
         try:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
         except CaptureError as exc:  # capture=on where this engine cannot be captured
-            pytest.fail(redact(f"pytest-goodput: {exc}"), pytrace=False)
+            refused = str(exc)
+        else:
+            self.engine = eng
+            return m
         finally:
             bar.close()
-        self.engine = eng
-        return m
+        pytest.fail(redact(f"pytest-goodput: {refused}"), pytrace=False)  # no exception chain
 
     def run(self, engine: Optional[Engine] = None, base: Optional[Engine] = None,
             **overrides: Any) -> RunResult:
@@ -95,6 +97,15 @@ class GoodputHarness:
                 "goodput.run() was already called in this test; one gated scenario per test "
                 "(use goodput.measure() for extra, ungated runs)"
             )
+        try:
+            return self._run(engine, base, overrides)
+        except SpecError as exc:  # bad arguments: the message names them
+            message = str(exc)
+        except ConnectionError as exc:  # an engine that does not answer
+            message = f"pytest-goodput: {exc}"
+        pytest.fail(redact(message), pytrace=False)  # outside the handler: no exception chain
+
+    def _run(self, engine: Optional[Engine], base: Optional[Engine], overrides: dict[str, Any]) -> RunResult:
         self.spec = self._spec(overrides)
         options = self._session.ab_options(self._ab_options)
         if base is not None or options.has_base:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, NoReturn, Optional
 
 import pytest
 
@@ -126,11 +126,14 @@ class GoodputSession:
                 knobs = options.sim_knobs()
                 start = lambda: eng.simulator(s.model, cpus=self._cpus()[0],  # noqa: E731
                                               own_knobs_only=True, **knobs)
+            failed: Optional[Exception] = None
             try:
                 e = start()
-            except EngineStartError as exc:
-                if not (head.can_relaunch and head.running):
-                    _started(lambda: _raise(exc))
+            except (EngineStartError, ConnectionError, ValueError) as exc:
+                failed = exc
+            if failed is not None:  # failed outside the handler: no "during handling of" chain
+                if not (isinstance(failed, EngineStartError) and head.can_relaunch and head.running):
+                    _fail_start(failed)
                 head.close()  # the two do not fit together: one at a time
                 self._exclusive.add(key)
                 e = _started(start)
@@ -250,10 +253,6 @@ class GoodputSession:
         return unused
 
 
-def _raise(exc: Exception) -> Engine:
-    raise exc
-
-
 def _restarted(engine: Engine) -> Engine:
     engine.start()
     return engine
@@ -265,5 +264,10 @@ def _started(start: Callable[[], Engine]) -> Engine:
     try:
         return start()
     except (EngineStartError, ConnectionError, ValueError) as exc:
-        message = f"pytest-goodput: {redact(str(exc))}"
-    pytest.fail(message, pytrace=False)  # outside the handler: no "during handling of" chain
+        failed = exc
+    _fail_start(failed)  # outside the handler: no "during handling of" chain
+
+
+def _fail_start(exc: Exception) -> NoReturn:
+    """Fail the test with an engine's start failure: its message and log tail, redacted."""
+    pytest.fail(f"pytest-goodput: {redact(str(exc))}", pytrace=False)
