@@ -161,7 +161,7 @@ def test_frontier(goodput):
     r = pytester.runpytest("-p", "no:cacheprovider", "--goodput-report=report.md", *EXACT)
     out = r.stdout.str()
     assert r.ret == 1 and "goodput regressed" in out, out
-    assert "regressed: frontier throughput" in out and "compared at equal load" in out
+    assert "regressed: frontier: " in out and "compared at equal load" in out
     report = (pytester.path / "report.md").read_text()
     assert "| base | head |" in report and "xychart" in report  # both frontiers drawn
 

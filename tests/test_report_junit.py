@@ -41,6 +41,15 @@ def test_every_compared_metric_has_baseline_current_change_and_verdict():
     assert "goodput.baseline" not in props
 
 
+def test_a_sweep_row_names_the_metric_its_values_are_of():
+    worst = fx.cmp("frontier_throughput", 40.0, 48.0, "regressed").model_copy(
+        update={"direction": "lower", "basis": "metrics.tpot_ms.p50"})
+    props = dict(junit_properties(fx.sweep_regressed().model_copy(update={"comparisons": [worst]})))
+    assert props["goodput.frontier_throughput.basis"] == "metrics.tpot_ms.p50"
+    assert props["goodput.frontier_throughput.current"] == "48"
+    assert "goodput.goodput.requests_per_s.basis" not in dict(junit_properties(fx.regressed()))
+
+
 def test_new_test_says_it_has_no_baseline_and_remeasure_reason_is_kept():
     props = junit_properties(fx.new(), ["send lag P99 212 ms > 50 ms"])
     assert ("goodput.baseline", "new") in props

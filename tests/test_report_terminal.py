@@ -192,3 +192,22 @@ def test_committed_schemas_are_current(tmp_path):
     docs = Path(__file__).resolve().parent.parent / "docs" / "schema"
     for p in export_schemas(tmp_path):
         assert (docs / p.name).read_text() == p.read_text(), f"docs/schema/{p.name} is stale"
+
+
+def test_a_sweep_judged_on_its_tpot_shows_tpot_under_its_own_name_and_unit():
+    """A sweep's row holds its worst point's worse metric: when that is TPOT (40 -> 48 ms,
+    +20 %), every report names TPOT and ms, never tok/s under "frontier throughput"."""
+    from pytest_goodput.report.github import annotations
+    from pytest_goodput.report.markdown import render_markdown
+
+    worst = fx.cmp("frontier_throughput", 40.0, 48.0, "regressed", interval=(0.15, 0.25),
+                   note="worst at load 16 (TPOT +20.0%) of 3 points compared at equal load")
+    worst = worst.model_copy(update={"direction": "lower", "basis": "metrics.tpot_ms.p50"})
+    o = fx.sweep_regressed().model_copy(update={"comparisons": [worst]})
+    summary, message = render_summary([o]), failure_message(o)
+    assert "frontier: TPOT P50 (ms)  40          48         +20.0%" in summary
+    assert "regressed: frontier: TPOT P50 40 -> 48 ms (change +20.0%" in message
+    assert "| frontier: TPOT P50 (ms) | 40 | 48 | +20.0% |" in render_markdown([o])
+    assert "frontier%3A TPOT P50 +20.0%25" in "".join(annotations([o]))
+    for text in (summary, message, render_markdown([o])):
+        assert "frontier throughput" not in text and "48 tok/s" not in text

@@ -34,11 +34,11 @@ from pytest_goodput.engines.engine import (
 )
 from pytest_goodput.judge.ab import MAX_ROUNDS, MIN_ROUNDS, check_rounds
 from pytest_goodput.report.vocabulary import (
+    comparison_label,
+    comparison_unit,
     fmt_change,
     fmt_interval,
     fmt_value,
-    metric_info,
-    metric_label,
 )
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.load import ray_runtime
@@ -131,8 +131,8 @@ def render_ab(result: ABResult) -> str:
     pct = f"{result.confidence:.0%}"
     rows = [("metric", "base", "head", "change", f"interval ({pct})", "verdict")]
     for c in result.comparisons:
-        unit = metric_info(c.metric)[1]
-        rows.append((metric_label(c.metric), fmt_value(c.baseline, unit), fmt_value(c.current, unit),
+        unit = comparison_unit(c)
+        rows.append((comparison_label(c), fmt_value(c.baseline, unit), fmt_value(c.current, unit),
                      fmt_change(c.change, scale=c.scale), fmt_interval(c.interval, scale=c.scale),
                      c.verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -153,7 +153,7 @@ def render_ab(result: ABResult) -> str:
         lines.append(f"{result.rounds_dropped} round(s) dropped: the client set the pace twice")
     for c in result.comparisons:
         if c.note:
-            lines.append(f"note: {metric_label(c.metric, with_unit=False)}: {c.note}")
+            lines.append(f"note: {comparison_label(c, with_unit=False)}: {c.note}")
     for n in result.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines)

@@ -221,4 +221,4 @@ def frontier_metric(by_load: list[dict], step: Optional[FrontierComparison], tol
         note += f"; {w.note}"
     verdict = worst["verdict"]
     return w.model_copy(update={"metric": "frontier_throughput", "verdict": verdict, "note": note,
-                                "method": f"equal-load points: {w.method}"})
+                                "method": f"equal-load points: {w.method}", "basis": w.metric})

@@ -12,8 +12,8 @@ from typing import Callable, Mapping, Optional
 
 from pytest_goodput.report.terminal import failure_message
 from pytest_goodput.report.vocabulary import (
+    comparison_label,
     fmt_change,
-    metric_label,
     sorted_comparisons,
     sorted_outcomes,
 )
@@ -62,7 +62,7 @@ def _headline(o: TestOutcome) -> str:
     if o.status in ("regressed", "inconclusive", "underpowered"):
         for c in sorted_comparisons(o):
             if c.verdict == o.status:
-                return f"{metric_label(c.metric, with_unit=False)} {fmt_change(c.change, scale=c.scale)}"
+                return f"{comparison_label(c, with_unit=False)} {fmt_change(c.change, scale=c.scale)}"
     if o.status == "slo-failed":
         return ", ".join(s.name for s in o.slo_failed)
     return ""

@@ -35,6 +35,8 @@ def junit_properties(outcome: TestOutcome, remeasured_because: Optional[list[str
             (f"{name}.change", fmt_change(c.change, missing="", scale=c.scale)),
             (f"{name}.verdict", c.verdict),
         ]
+        if c.basis and c.basis != c.metric:  # a sweep's row: which metric its values are of
+            props.append((f"{name}.basis", c.basis))
     if outcome.baseline_status != "compared":
         props.append((PREFIX + "baseline", outcome.baseline_status))
     if remeasured_because:

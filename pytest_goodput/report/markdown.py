@@ -20,11 +20,12 @@ from pytest_goodput.report.trend import trend_section
 from pytest_goodput.report.vocabulary import (
     FAILING,
     STATUSES,
+    comparison_label,
+    comparison_unit,
     fmt_change,
     fmt_interval,
     fmt_value,
     metric_info,
-    metric_label,
     sides,
     sorted_comparisons,
     sorted_outcomes,
@@ -73,9 +74,9 @@ def _overview_row(o: TestOutcome) -> list[str]:
     cells = [escape_cell(o.nodeid), escape_cell(o.scenario), _status(o.status)]
     if w is None:
         return cells + ["–", "–", "–", "–"]
-    unit = metric_info(w.metric)[1]
+    unit = comparison_unit(w)
     return cells + [
-        escape_cell(metric_label(w.metric)),
+        escape_cell(comparison_label(w)),
         fmt_value(w.baseline, unit),
         fmt_value(w.current, unit),
         fmt_change(w.change, scale=w.scale),
@@ -88,10 +89,10 @@ _OVERVIEW_HEAD = ["test", "scenario", "status", "worst metric", "baseline", "cur
 def _metrics_table(o: TestOutcome) -> str:
     rows = []
     for c in sorted_comparisons(o):
-        unit = metric_info(c.metric)[1]
+        unit = comparison_unit(c)
         unreached = c.metric == "frontier_throughput" and c.current is None and c.baseline is not None
         rows.append([
-            escape_cell(metric_label(c.metric)),
+            escape_cell(comparison_label(c)),
             fmt_value(c.baseline, unit),
             UNREACHED if unreached else fmt_value(c.current, unit),
             "–" if unreached else fmt_change(c.change, scale=c.scale),

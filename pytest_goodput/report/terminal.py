@@ -15,13 +15,14 @@ from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
     STATUSES,
+    comparison_label,
+    comparison_unit,
     fmt_change,
     fmt_interval,
     fmt_percent,
     fmt_value,
     key_metric_values,
     metric_info,
-    metric_label,
     sides,
     sorted_comparisons,
     sorted_outcomes,
@@ -102,9 +103,9 @@ def _summary_table(outcomes: list[TestOutcome], columns, name_limit: Optional[in
         if w is None:
             row += [missing, missing, missing, missing]
         else:
-            unit = metric_info(w.metric)[1]
+            unit = comparison_unit(w)
             row += [
-                metric_label(w.metric, with_unit=False),
+                comparison_label(w, with_unit=False),
                 fmt_value(w.baseline, unit, missing),
                 fmt_value(w.current, unit, missing),
                 fmt_change(w.change, missing, w.scale),
@@ -130,9 +131,9 @@ def _metric_table(comparisons: list[MetricComparison], ascii: bool,
     missing = "-" if ascii else "–"
     rows = []
     for c in comparisons:
-        unit = metric_info(c.metric)[1]
+        unit = comparison_unit(c)
         rows.append([
-            metric_label(c.metric),
+            comparison_label(c),
             fmt_value(c.baseline, unit, missing),
             fmt_value(c.current, unit, missing),
             fmt_change(c.change, missing, c.scale),
@@ -212,8 +213,8 @@ def _slo_line(s: SLOOutcome) -> str:
 
 
 def _comparison_line(c: MetricComparison, arrow: str) -> str:
-    unit = metric_info(c.metric)[1]
-    label = metric_label(c.metric, with_unit=False)
+    unit = comparison_unit(c)
+    label = comparison_label(c, with_unit=False)
     base = fmt_value(c.baseline, unit, missing="none")
     cur = fmt_value(c.current, unit, missing="none", with_unit=True)
     bits = [f"change {fmt_change(c.change, scale=c.scale)}"]

@@ -64,6 +64,19 @@ def metric_label(name: str, with_unit: bool = True) -> str:
     return f"{label} ({unit})" if with_unit and unit and unit != "%" else label
 
 
+def comparison_unit(c: "MetricComparison") -> str:
+    """The unit of a compared row's values: its basis metric's (a sweep's worst point), else its own."""
+    return metric_info(c.basis or c.metric)[1]
+
+
+def comparison_label(c: "MetricComparison", with_unit: bool = True) -> str:
+    """A compared row's name: ``frontier: TPOT P50 (ms)`` when a sweep's worst point was
+    judged on its TPOT, so that no value is shown under another metric's name and unit."""
+    if not c.basis or c.basis == c.metric:
+        return metric_label(c.metric, with_unit)
+    return f"frontier: {metric_label(c.basis, with_unit)}"
+
+
 def metric_sort_key(name: str) -> tuple[int, str]:
     """Known metrics in the registry's report order, then unknown ones alphabetically."""
     return registry.order_key(name)

@@ -58,6 +58,10 @@ class MetricComparison(_Model):
     scale: Literal["relative", "absolute"] = Field(
         "relative", description="relative: change is (current-baseline)/baseline; absolute: "
         "current-baseline (the error rate, in fractions)")
+    basis: Optional[str] = Field(
+        None, description="the metric that baseline, current and change are values of, when it "
+        "is not `metric` itself: a sweep's row holds its worst load point's output throughput "
+        "or TPOT")
 
 
 class SLOOutcome(_Model):
