@@ -51,7 +51,7 @@ def test_closed_loop_duration_bound():
     spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=0.3)
     t = time.perf_counter()
     out = fake_run(spec, c)
-    assert time.perf_counter() - t < 2.0
+    assert time.perf_counter() - t < 10.0  # ended by the window, not by running out of work
     sent = [ex.sent_at for ex in out.exchanges]
     assert max(sent) - min(sent) <= 0.3 + 0.05  # nothing issued after the window closed
     assert len(out.exchanges) >= 10
