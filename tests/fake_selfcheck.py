@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest_goodput.load.selfcheck as check
+import pytest_goodput.measure.metrics as metrics
+
+#: The verdicts: the run's own, and its loop lag judged again against the latencies measured.
+VERDICTS = ((check, "judge"), (check, "judge_workers"), (metrics, "judge_loop_lag"))
 
 CLI = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
        "import fake_selfcheck; fake_selfcheck.install(); "
@@ -41,9 +45,9 @@ def cli(*args: str) -> list[str]:
 
 def install(monkeypatch: Any = None) -> None:
     """Force this process's self-check verdicts valid (until ``monkeypatch`` undoes it)."""
-    for name in ("judge", "judge_workers"):
-        fake = passing(getattr(check, name))
+    for module, name in VERDICTS:
+        fake = passing(getattr(module, name))
         if monkeypatch is None:
-            setattr(check, name, fake)
+            setattr(module, name, fake)
         else:
-            monkeypatch.setattr(check, name, fake)
+            monkeypatch.setattr(module, name, fake)
