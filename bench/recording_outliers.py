@@ -17,7 +17,7 @@ Printed per noise setting and session count: the share of clean recordings that 
 session (the false-flag rate), and with the last session slowed, the share that name it
 (detection) and the share that name a clean one. 95 % Wilson intervals.
 
-    python bench/recording_outliers.py                  # about 3 minutes on 2 cores
+    python bench/recording_outliers.py                  # about 15 minutes on a busy 2-core machine
 """
 
 from __future__ import annotations
