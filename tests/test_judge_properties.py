@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,3 +143,27 @@ def test_a_strictly_worse_current_session_never_improves_a_verdict(case, k, more
     for m in LATENCIES:
         if m in before:
             assert after[m] >= before[m], (m, before[m], after[m])
+
+
+def _samples(ttft: list) -> Samples:
+    ok = [v is not None for v in ttft]
+    return Samples(window_s=10.0, ok=ok, good=ok, ttft_ms=ttft, tpot_ms=[5.0 if o else None for o in ok],
+                   e2e_ms=[100.0 if o else None for o in ok], output_tokens=[8 if o else 0 for o in ok],
+                   prompt_tokens=[4] * len(ttft))
+
+
+def test_a_session_whose_failures_reach_the_percentile_counts_at_the_slowest_success():
+    """Hand-computed (docs/metrics.md, "Comparisons"): P50 of 4 requests is rank 2. Session A
+    10, 20, 30, 40 ms → 20; session B 15 ms and three failures → rank 2 is a failure, counted
+    at the baseline's slowest success, 40 → 40. Centre √(20·40) = 28.28 ms; the current run
+    22, 24, 26, 28 → 24 ms, change 24 / 28.28 − 1 = −15.1 %."""
+    from pytest_goodput.judge.verdicts import MetricDef, compare_metric
+
+    base = [[_samples([10.0, 20.0, 30.0, 40.0])], [_samples([15.0, None, None, None])]]
+    c = compare_metric(MetricDef.of("metrics.ttft_ms.p50"), base, [_samples([22.0, 24.0, 26.0, 28.0])])
+    assert c.baseline == pytest.approx(800 ** 0.5) and c.current == pytest.approx(24.0)
+    assert c.change == pytest.approx(24 / 800 ** 0.5 - 1)
+    assert "failures reach this percentile in 1 of 2 baseline session(s), counted at the slowest success (40)" in c.note
+    # the current run's failures reach it while a baseline session's did not: regressed
+    worse = compare_metric(MetricDef.of("metrics.ttft_ms.p50"), base, [_samples([22.0, None, None, None])])
+    assert worse.verdict == "regressed"
