@@ -35,14 +35,14 @@ from pytest_goodput.schema.results import Samples  # noqa: E402
 
 LATENCIES = ("metrics.ttft_ms.p50", "metrics.ttft_ms.p99", "metrics.tpot_ms.p50",
              "metrics.tpot_ms.p99")
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
 
 @st.composite
 def baselines(draw):
     """A workload and 1-6 baseline sessions, each run with a few failures (up to 4 %)."""
-    n = draw(st.sampled_from([60, 120, 200, 400]))
+    n = draw(st.sampled_from([60, 120, 240]))
     sessions = draw(st.integers(1, 6))
     seed = draw(st.integers(0, 10_000))
     rng = np.random.default_rng(seed)
