@@ -167,6 +167,25 @@ def power_bound(df: float, alpha: float) -> float:
     return math.sqrt(df / chi2_ppf(1.0 - alpha, df))
 
 
+def prior_dominates(nu: int, prior_runs: float = PRIOR_RUNS) -> bool:
+    """The prior outweighs the sessions: they measured fewer degrees of freedom (S − 1) than
+    the prior's pseudo-sessions, e.g. one or two baseline sessions at ``PRIOR_RUNS`` = 3."""
+    return nu < prior_runs
+
+
+def power_factor(df: float, nu: int, alpha: float, prior_runs: float = PRIOR_RUNS) -> float:
+    """Factor on the worse half-width before it is held against the tolerance (underpowered).
+
+    The half-width is the critical value of this very comparison: a worse change of that size
+    reads *regressed* half of the time, whatever the true spread (the current run's noise is
+    symmetric about it). When the sessions measured the spread, it may lie beyond the
+    tolerance only by their sampling error, and :func:`power_bound` gives that benefit of the
+    doubt. When the prior dominates there is no sampling error to grant: the prior is an
+    assumption, not a measurement, so the half-width is taken as it is (factor 1).
+    """
+    return 1.0 if prior_dominates(nu, prior_runs) else power_bound(df, alpha)
+
+
 def z_of(confidence: float) -> float:
     """The normal quantile that turns a two-sided interval's half-width into an SD."""
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)

@@ -27,7 +27,8 @@ from pytest_goodput.judge.spread import (
     day_term,
     fmt_on_scale,
     half_width,
-    power_bound,
+    power_factor,
+    prior_dominates,
     scale_of,
     session_spread,
     spread_df,
@@ -327,7 +328,8 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
     detectable = _detectable(scale, defn.direction, worse_half, defn.tolerance)
     df = spread_df(within_worse, machine, s, nu, sessions, prior_runs, day)
-    at_least = _detectable(scale, defn.direction, worse_half * power_bound(df, power_alpha), 0.0)
+    prior = prior_dominates(nu, prior_runs)
+    at_least = _detectable(scale, defn.direction, worse_half * power_factor(df, nu, power_alpha, prior_runs), 0.0)
     if (verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered
             and at_least <= defn.tolerance):
         note = (f"{note}; resolution {fmt_on_scale(scale, detectable)} is beyond the tolerance "
@@ -344,8 +346,10 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
         if day is not None and not need:
             fix += ("; or record baseline sessions in separate sittings (other days or "
                     "machines), which measure the between-sitting spread instead of assuming it")
+        why = (f"with {sessions} baseline session(s) the prior spread dominates" if prior else
+               f"at least {fmt_on_scale(scale, at_least)} with {1 - power_alpha:.0%} confidence")
         note = (f"{note}; could only detect a worse change beyond {fmt_on_scale(scale, detectable)} "
-                f"(at least {fmt_on_scale(scale, at_least)} with {1 - power_alpha:.0%} confidence): {fix}")
+                f"({why}): {fix}")
         verdict = "underpowered"
     return MetricComparison(
         metric=defn.path, direction=defn.direction, baseline=base, current=cur, change=change,
