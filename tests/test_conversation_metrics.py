@@ -11,7 +11,7 @@ import math
 import pytest
 
 from pytest_goodput.judge.values import common_prefix, metric_value, pooled
-from pytest_goodput.load.drive import Supply
+from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.prefix import prefix_groups_of, prefix_text
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import summarize

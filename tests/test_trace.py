@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pytest_goodput.load.shard_plan import plan_run
+from pytest_goodput.load.plan import plan_run
 from pytest_goodput.load.trace import TraceError, load_trace, read_trace, with_trace_digest
 from pytest_goodput.load.trace_replay import mean_gap, trace_items, trace_load, trace_prompts, trace_schedule
 from pytest_goodput.load.workload import WORDS

@@ -61,7 +61,7 @@ def test_different_prompts_or_lengths_give_a_different_fingerprint():
 
 
 def test_nonces_in_prefixes_and_trace_blocks_do_not_change_the_fingerprint(tmp_path):
-    from pytest_goodput.load.drive import open_loop_setup
+    from pytest_goodput.load.plan import open_loop_setup
     from pytest_goodput.load.trace import load_trace
 
     shared = SPEC.model_copy(update={"prefix_len": 6, "prefix_groups": 2})

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable, Sequence
 
-from pytest_goodput.load.drive import Supply
+from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.trace import Trace
 from pytest_goodput.load.trace_replay import trace_prompts, trace_schedule
 from pytest_goodput.measure.exchange import RequestPlan
