@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.load.coordinator import run_plan
 from pytest_goodput.load.scenario import offered_rate
-from pytest_goodput.load.schedule import mean_rate, open_loop_schedule
+from pytest_goodput.load.requests.schedule import mean_rate, open_loop_schedule
 from pytest_goodput.measure.record import to_record
 from pytest_goodput.schema.spec import ScenarioSpec
 

@@ -12,7 +12,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from faultserver import serve_in_thread  # noqa: E402
 
-from pytest_goodput.load.client import (  # noqa: E402
+from pytest_goodput.load.client.http import (  # noqa: E402
     READ_OVERHEAD,
     OpenAIClient,
     response_byte_limit,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pytest_goodput.load.client import run
+from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.coordinator import drive
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.health import LOOP_LAG_P99_MS, judge, send_lag_limit_ms

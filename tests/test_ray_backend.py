@@ -28,7 +28,7 @@ from pytest_goodput.load.pools.ray.clock_offset import Sample, estimate
 from pytest_goodput.load.pools.ray.columns import pack, unpack
 from pytest_goodput.load.pools.ray.placement import PlacementError, place
 from pytest_goodput.load.plan import worker_count
-from pytest_goodput.load.pool import ShardError
+from pytest_goodput.load.pools import ShardError
 from pytest_goodput.load.pools.ray.actor import LoadWorker
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
@@ -74,6 +74,7 @@ def test_columns_round_trip_with_a_clock_shift():
         RawExchange(RequestPlan(3, "hi", 5, 8, 1.5, warmup=True, open_loop=True), 1.6, 2.0, 200,
                     [(1.7, b"data: a"), (1.9, b"")], retries=1),
         RawExchange(RequestPlan(4, "yo", None, 2, 2.5), None, 3.0, None, [], "timeout", "after 60 s"),
+        RawExchange(RequestPlan(5, "turn", 4, 2, 3.5, conversation=2, turn=1), 3.6, 4.0, 200, []),
     ]
     cols = pack(exs)
     assert isinstance(cols["read_at"], array) and zlib.decompress(cols["blob"]) == b"data: a"

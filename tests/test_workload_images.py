@@ -22,9 +22,9 @@ import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401
 from pytest_goodput.cli.run import CLIError, add_spec_flags, spec_args
 from pytest_goodput.engines.engine import simulator
-from pytest_goodput.load.client import OpenAIClient
-from pytest_goodput.load.images import file_image, synthetic_images, synthetic_png
-from pytest_goodput.load.workload import WorkloadError, build_workload, load_dataset
+from pytest_goodput.load.client.http import OpenAIClient
+from pytest_goodput.load.requests.images import file_image, synthetic_images, synthetic_png
+from pytest_goodput.load.requests.workload import WorkloadError, build_workload, load_dataset
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.images import ImageError, ImagePart, image_dimensions
 from pytest_goodput.measure.metrics import summarize

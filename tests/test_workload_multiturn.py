@@ -25,7 +25,7 @@ import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.load.coordinator import drive
-from pytest_goodput.load.schedule import think_times
+from pytest_goodput.load.requests.schedule import think_times
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.spec import SpecError, build_spec
 
@@ -163,7 +163,7 @@ def test_a_turns_prompt_length_estimate_includes_its_history():
 
 
 def test_open_loop_conversations_arrive_on_schedule_and_count_from_it():
-    from pytest_goodput.load.schedule import arrival_offsets
+    from pytest_goodput.load.requests.schedule import arrival_offsets
 
     spec = build_spec(dict(scenario="server", rate=200.0, api="chat", turns=2, requests=6,
                            concurrency=2, isl=4, osl=2))

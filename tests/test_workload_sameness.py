@@ -10,8 +10,8 @@ import pytest
 
 from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.judge.workload import check_workload, length_change
-from pytest_goodput.load.prompt_set import DURATION_COVERED, prompt_set, unsalted_prompts
-from pytest_goodput.load.workload import build_workload
+from pytest_goodput.load.requests.prompt_set import DURATION_COVERED, prompt_set, unsalted_prompts
+from pytest_goodput.load.requests.workload import build_workload
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.report.terminal import failure_message, render_summary
 from pytest_goodput.schema.evidence import Evidence

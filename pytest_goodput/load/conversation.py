@@ -30,7 +30,7 @@ from typing import Iterator, Optional
 from pytest_goodput.load.health import SelfCheck
 from pytest_goodput.load.loops import ProgressTicker, Sender, sleep_until
 from pytest_goodput.load.plan import Supply
-from pytest_goodput.load.schedule import think_times
+from pytest_goodput.load.requests.schedule import think_times
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.record import parse_body, parse_stream
 from pytest_goodput.schema.spec import ScenarioSpec

@@ -14,11 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from pytest_goodput.load.client import check_reachable, run
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.client.http import check_reachable
 from pytest_goodput.load.health import WorkersCheck, WorkerStats
 from pytest_goodput.load.loops import ProgressFn, Sender
 from pytest_goodput.load.plan import Plan, plan_run, worker_count
-from pytest_goodput.load.pool import START_TIMEOUT_S, Pool
+from pytest_goodput.load.pools import START_TIMEOUT_S, Pool
 from pytest_goodput.load.pools.inprocess import InProcessPool
 from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.pools.ray.pool import RayPool
@@ -30,7 +31,7 @@ from pytest_goodput.load.sketch import (
     sketch_plan,
     threshold,
 )
-from pytest_goodput.load.workload import Dataset
+from pytest_goodput.load.requests.workload import Dataset
 from pytest_goodput.load.worker import Init, Message
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.run_part import RunPart

@@ -256,7 +256,7 @@ def judge_workers(
     stats: Sequence[WorkerStats], *, open_loop: bool, mean_gap_s: Optional[float] = None,
     exact_receive: bool = False,
 ) -> ClientHealth:
-    """Verdict on a sharded run: each worker judged alone, reasons prefixed with its number.
+    """Verdict on a run over several workers: each judged alone, reasons prefixed with its number.
 
     ``cpu_utilization`` is the busiest worker's (one loop per worker: a saturated worker
     skews its share of the requests however idle the others are), ``loop_lag_p99_ms`` the

@@ -18,12 +18,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from pytest_goodput.load.schedule import think_times
-from pytest_goodput.load.prefix import with_shared_prefixes
-from pytest_goodput.load.schedule import Schedule, arrival_offsets, open_loop_schedule
+from pytest_goodput.load.requests.schedule import think_times
+from pytest_goodput.load.requests.prefix import with_shared_prefixes
+from pytest_goodput.load.requests.schedule import Schedule, arrival_offsets, open_loop_schedule
 from pytest_goodput.load.trace import Trace, load_trace
-from pytest_goodput.load.trace_replay import mean_gap, trace_items, trace_load, trace_schedule
-from pytest_goodput.load.workload import Dataset, WorkItem, build_workload
+from pytest_goodput.load.requests.trace_replay import mean_gap, trace_items, trace_load, trace_schedule
+from pytest_goodput.load.requests.workload import Dataset, WorkItem, build_workload
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.schema.spec import ScenarioSpec
 

@@ -1,7 +1,7 @@
 """The load generator's entry point: run one scenario against an OpenAI-compatible server.
 
 Open loop (server, interactive): request ``i`` is sent at the absolute deadline
-``t0 + offset[i]`` of a precomputed, seeded schedule (``schedule.py``), whatever the server
+``t0 + offset[i]`` of a precomputed, seeded schedule (``requests/schedule.py``), whatever the server
 is doing; an optional concurrency ceiling makes a request wait for a free slot, and that
 wait counts in its send lag. Closed loop (concurrency): N users, each sending its next
 request when its last one ends. Offline: every request at t0 (warm-up first, as a batch of
@@ -20,9 +20,9 @@ from pytest_goodput.load.capture import begin as begin_capture
 from pytest_goodput.load.capture import finish as finish_capture
 from pytest_goodput.load.coordinator import run_plan
 from pytest_goodput.load.loops import ProgressFn
-from pytest_goodput.load.prompt_set import prompt_set, unsalted_prompts
+from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
 from pytest_goodput.load.trace import load_trace
-from pytest_goodput.load.workload import load_dataset
+from pytest_goodput.load.requests.workload import load_dataset
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.record import to_record

@@ -13,12 +13,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
-from pytest_goodput.load.client import OpenAIClient
+from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.load.conversation import conversation_loop, open_conversations
 from pytest_goodput.load.health import SelfCheck
 from pytest_goodput.load.loops import ProgressTicker, Sender, closed_loop, open_loop
 from pytest_goodput.load.plan import Job, Supply, owned
-from pytest_goodput.load.reasoning_controls import reasoning_body
+from pytest_goodput.load.requests.reasoning_controls import reasoning_body
 from pytest_goodput.load.sketch import Sketcher, SketchPlan
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.schema.spec import ScenarioSpec

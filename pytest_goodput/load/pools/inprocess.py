@@ -11,7 +11,7 @@ import asyncio
 from typing import NoReturn, Optional
 
 from pytest_goodput.load.loops import Sender
-from pytest_goodput.load.pool import ShardError
+from pytest_goodput.load.pools import ShardError
 from pytest_goodput.load.worker import Init, Message, Worker, serve
 
 

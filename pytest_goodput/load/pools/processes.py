@@ -22,8 +22,8 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from typing import NoReturn
 
-from pytest_goodput.load.client import run
-from pytest_goodput.load.pool import STDERR_TAIL, ShardError
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.pools import STDERR_TAIL, ShardError
 from pytest_goodput.load.worker import Init, Message, serve
 
 

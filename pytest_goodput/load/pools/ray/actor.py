@@ -19,8 +19,8 @@ import time
 import traceback
 from typing import Any, Optional
 
-from pytest_goodput.load.client import run
-from pytest_goodput.load.pool import STDERR_TAIL
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.pools import STDERR_TAIL
 from pytest_goodput.load.pools.ray.columns import pack
 from pytest_goodput.load.worker import Message, serve
 

@@ -21,7 +21,7 @@ import time
 from typing import Any, NoReturn
 
 from pytest_goodput.load.plan import worker_count
-from pytest_goodput.load.pool import START_TIMEOUT_S, ShardError
+from pytest_goodput.load.pools import START_TIMEOUT_S, ShardError
 from pytest_goodput.load.pools.ray.actor import LoadWorker, host
 from pytest_goodput.load.pools.ray.actors import created, give_back, take
 from pytest_goodput.load.pools.ray.clock_offset import ClockOffset, Sample, estimate
