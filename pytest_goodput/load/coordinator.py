@@ -175,11 +175,14 @@ def run_plan(
     Raises ``ConnectionError`` when the server does not answer within a few seconds and
     :class:`ShardError` when a worker crashes, hangs or fails.
     """
-    run(check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s)))
-    pool = _pool(spec)
-    init = Init(spec, base_url, model, api_key_env, 1, salt, tokenizer, dataset)
-    plan = plan_run(spec, pool.n, tokenizer, dataset, salt)
-    return run(coordinate(plan, pool, init, progress))
+    async def planned_and_run() -> RunOutput:  # one loop from the first check on: Ctrl-C unwinds it
+        await check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s))
+        pool = _pool(spec)
+        init = Init(spec, base_url, model, api_key_env, 1, salt, tokenizer, dataset)
+        plan = plan_run(spec, pool.n, tokenizer, dataset, salt)
+        return await coordinate(plan, pool, init, progress)
+
+    return run(planned_and_run())
 
 
 async def drive(
