@@ -9,6 +9,12 @@ a further half-normal of three CVs. Two series kinds:
 - *scenario*: one step of -8 % (worse) at run 20, then a creep of five -2 % steps at runs
   35, 38, 41, 44 and 47 (each below the 5 % tolerance; together -9.6 %). The creep first
   passes the tolerance at run 41 (1 - 0.98^3 = 5.9 %).
+  The step is recorded with the gate's verdict *regressed* (merged anyway: accepted).
+- *unaccepted step*: the same series with the step called only *inconclusive*: nobody
+  accepted it, so the creep gate should fail the pull requests after it (runs 21-34).
+- *step then creep* (issue 31, item 9): TTFT P99, flat for 20 runs, a +18 % step at run 20
+  (tolerance 15 %) called inconclusive, then +1 % per run for 15 runs (runs 21-35): 37 %
+  above the old level at the end.
 - *flat*: the same noise and no change at all.
 
 What is measured (``docs/performance.md`` records the figures):
@@ -23,13 +29,17 @@ What is measured (``docs/performance.md`` records the figures):
 
     python bench/history_changepoints.py                 # about 2 minutes on 2 cores
     python bench/history_changepoints.py --trials 400    # tighter intervals
+
+Against a version whose ``creep`` takes no ``accepted`` (every sharp step restarted the
+window) the verdicts are ignored, so the same command measures the old rule.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import time
-from typing import Literal
+from typing import Literal, Optional, Sequence
 
 import numpy as np
 
@@ -42,6 +52,9 @@ STEP_AT, STEP = 20, -0.08
 CREEP_AT, CREEP_STEP = (35, 38, 41, 44, 47), -0.02
 CROSSES_AT = 41  # the third creep step: 1 - 0.98^3 = 5.9 % > 5 %
 METRICS = ("goodput.requests_per_s", "metrics.tpot_ms.p50")
+#: Issue 31 item 9: a +18 % step the gate called inconclusive, then +1 % per run.
+CASE_METRIC, CASE_STEP, CASE_CREEP, CASE_CREEP_RUNS = "metrics.ttft_ms.p99", 0.18, 0.01, 15
+_VERDICTS = "accepted" in inspect.signature(creep).parameters
 
 
 def noise(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
@@ -73,14 +86,22 @@ def series(rng: np.random.Generator, info: registry.MetricInfo, flat: bool) -> l
     return list(100.0 * level * n)
 
 
-def gate_fails(values: list[float], info: registry.MetricInfo, start: int) -> list[int]:
-    """Runs i ≥ ``start`` at which the creep gate fails a pull request measuring values[i]."""
+def gate_fails(values: list[float], info: registry.MetricInfo, start: int,
+               accepted: Optional[Sequence[bool]] = None, stop: int = RUNS) -> list[int]:
+    """Runs ``start`` ≤ i < ``stop`` at which the creep gate fails a pull request measuring
+    values[i]; ``accepted[j]``: the gate called main run j regressed when it was recorded."""
     out = []
-    for i in range(start, RUNS):
-        c = creep(values[:i], values[i], direction=info.direction, tolerance=info.tolerance)
+    for i in range(start, stop):
+        extra = {"accepted": list(accepted or ())[:i]} if _VERDICTS else {}
+        c = creep(values[:i], values[i], direction=info.direction, tolerance=info.tolerance, **extra)
         if c is not None and c.crept:
             out.append(i)
     return out
+
+
+def step_accepted() -> list[bool]:
+    """The -8 % step's recording was called regressed (and merged): accepted."""
+    return [i == STEP_AT for i in range(RUNS)]
 
 
 def scenario(info: registry.MetricInfo, trials: int, seed: int, settings: Settings) -> None:
@@ -91,7 +112,7 @@ def scenario(info: registry.MetricInfo, trials: int, seed: int, settings: Settin
         found += any(abs(p - STEP_AT) <= 1 for p in points)
         extra += sum(1 for p in points if abs(p - STEP_AT) > 1
                      and not CREEP_AT[0] - 1 <= p <= CREEP_AT[-1] + 1)
-        fails = gate_fails(values, info, 25)
+        fails = gate_fails(values, info, 25, step_accepted())
         after = [i for i in fails if i >= CREEP_AT[0]]
         first.append(after[0] if after else None)
         early += sum(1 for i in fails if i < CROSSES_AT)
@@ -109,6 +130,43 @@ def scenario(info: registry.MetricInfo, trials: int, seed: int, settings: Settin
           f"P50 {np.median(delays):.0f}, P90 {np.percentile(delays, 90):.0f})")
     print(f"  creep gate: fails {early} of {trials * (CROSSES_AT - 25)} pull requests at runs 25-40 "
           f"(creep below the tolerance) and {late}/{late_n} ({late / late_n:.1%}) from run {CROSSES_AT} on")
+
+
+def unaccepted(info: registry.MetricInfo, trials: int, seed: int) -> None:
+    """The scenario's -8 % step called inconclusive: the pull requests of runs 21-34 should fail."""
+    prs = CREEP_AT[0] - (STEP_AT + 1)
+    caught = 0
+    for t in range(trials):
+        values = series(np.random.default_rng(seed + t), info, flat=False)
+        caught += len(gate_fails(values, info, STEP_AT + 1, None, stop=CREEP_AT[0]))
+    lo, hi = wilson_interval(caught, trials * prs)
+    print(f"  unaccepted -8 % step (called inconclusive): creep gate fails {caught}/{trials * prs} "
+          f"pull requests at runs {STEP_AT + 1}-{CREEP_AT[0] - 1} ({caught / (trials * prs):.1%}, "
+          f"95 % Wilson [{lo:.1%}, {hi:.1%}])")
+
+
+def step_then_creep(trials: int, seed: int) -> None:
+    """Issue 31 item 9: TTFT P99 +18 % at run 20 (inconclusive), then +1 % per run."""
+    info = registry.metric(CASE_METRIC)
+    runs = STEP_AT + 1 + CASE_CREEP_RUNS
+    worse = np.ones(runs)
+    worse[STEP_AT:] *= 1 + CASE_STEP
+    for j in range(1, CASE_CREEP_RUNS + 1):
+        worse[STEP_AT + j:] *= 1 + CASE_CREEP
+    flagged = last10 = ends = 0
+    for t in range(trials):
+        rng = np.random.default_rng(seed + 20_000 + t)
+        values = list(100.0 * worse / noise(rng, info.run_cv, runs))  # a latency: worse is higher
+        fails = gate_fails(values, info, STEP_AT + 1, None, stop=runs)
+        flagged += len(fails)
+        last10 += sum(1 for i in fails if i >= runs - 10)
+        ends += runs - 1 in fails
+    n = trials * CASE_CREEP_RUNS
+    print(f"{info.label} (tolerance {info.tolerance:.0%}, run CV {info.run_cv:.1%}): +{CASE_STEP:.0%} at run "
+          f"{STEP_AT} called inconclusive, then +{CASE_CREEP:.0%} per run to {worse[-1] - 1:+.0%}:")
+    print(f"  creep gate fails {flagged}/{n} pull requests at runs {STEP_AT + 1}-{runs - 1} "
+          f"({flagged / n:.1%}); the last 10: {last10}/{trials * 10} ({last10 / (trials * 10):.1%}); "
+          f"the newest: {ends}/{trials}")
 
 
 def flat(info: registry.MetricInfo, trials: int, seed: int, settings: Settings) -> None:
@@ -138,14 +196,18 @@ def main() -> None:
     args = ap.parse_args()
     settings = Settings(max_pvalue=args.max_pvalue, min_magnitude=args.min_magnitude)
     print(f"{RUNS} runs per series, {args.trials} series per kind and metric; change points at "
-          f"p ≤ {settings.max_pvalue:g}, magnitude ≥ {settings.min_magnitude:.0%}; creep window 20")
+          f"p ≤ {settings.max_pvalue:g}, magnitude ≥ {settings.min_magnitude:.0%}; creep window 20; "
+          + ("the window restarts at a regression the gate called" if _VERDICTS
+             else "the window restarts at any sharp step (no verdicts)"))
     started = time.perf_counter()
     for path in METRICS:
         info = registry.metric(path)
         print(f"{info.label} ({info.direction} is better, run CV {info.run_cv:.1%}, "
               f"tolerance {info.tolerance:.0%}):")
         scenario(info, args.trials, args.seed, settings)
+        unaccepted(info, args.trials, args.seed)
         flat(info, args.trials, args.seed, settings)
+    step_then_creep(args.trials, args.seed)
     print(f"done in {time.perf_counter() - started:.0f} s")
 
 

@@ -1,4 +1,23 @@
-"""Shared fixtures of the project's own tests.
+"""Shared fixtures of the project's own tests, and the suite's two tiers.
+
+Every test is in one tier, assigned here at collection (``pytest_collection_modifyitems``), never
+by hand:
+
+- ``fast``: pure layers and fake clients; starts no process, no engine and no nested pytest
+  session, so it runs in parallel: ``pytest tests -m fast -n auto``.
+- ``integration``: the simulator, pytester sessions, CLI subprocesses, llama.cpp, Ray, the
+  workflow; run serially after the fast tier: ``pytest tests -m integration``.
+
+A test is ``integration`` when it asks for a fixture that brings up a process or a nested
+session (``pytester``, ``sim_url``...), when its module is one of ``INTEGRATION_MODULES``, or
+when its code, or a helper, class or fixture of the test files it reaches, names something that
+starts a process (``subprocess``, ``simulator``, ``runpytest``...; ``SPAWNING_NAMES``). A
+``fast`` test that starts a process all the same fails, naming the tier it belongs to: the fast
+tier stays what it says.
+
+The suite also counts the product's re-measures (a run invalid because the client set the
+pace, measured once more) made in this process, reports them after the session and fails the
+session when one test needed more than ``--max-remeasures`` of them.
 
 httpx imports httpcore lazily, at its first request. pytester's in-process runs drop modules
 first imported inside them, and a re-imported httpcore's exceptions escape httpx's mapping
@@ -8,13 +27,231 @@ before any test runs.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import multiprocessing.util
+import os
 import subprocess
 import sys
+import types
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
 
 import httpcore  # noqa: F401
 import pytest
 
+import pytest_goodput.run.ab
+import pytest_goodput.run.runner
 from pytest_goodput.engines.engine import simulator
+from pytest_goodput.plugin.harness import GoodputHarness
+
+TESTS = Path(__file__).resolve().parent
+
+#: A fast test's deadline (pytest-timeout; integration tests have the ini's ``timeout``): far
+#: above the slowest fast test on a busy machine, so only a hang meets it.
+FAST_TIMEOUT_S = 300
+
+#: Fixtures that bring up a process, an engine or a nested pytest session.
+INTEGRATION_FIXTURES = frozenset({"pytester", "testdir", "sim_url", "slow_sim_url"})
+
+#: Names (globals or attributes) whose use starts a process, an engine or a nested session.
+SPAWNING_NAMES = frozenset({
+    "subprocess", "Popen", "create_subprocess_exec", "create_subprocess_shell", "fork", "spawn",
+    "multiprocessing", "get_context", "simulator", "launch", "start_sim", "runpytest",
+    "runpytest_subprocess", "runpytest_inprocess", "inline_run", "runpython", "ray",
+})
+
+#: The CLI's commands that measure an engine (starting one when no --url is given): code that
+#: names ``main`` and one of them runs an engine in this process.
+MEASURING_COMMANDS = frozenset({"run", "ab", "sim"})
+
+#: Modules whose every test is an integration test, whatever its code names: an engine, Ray
+#: or the workflow is what they are about.
+INTEGRATION_MODULES = frozenset({
+    "test_llamacpp", "test_llamacpp_gate", "test_llamacpp_workloads", "test_ab_llamacpp",
+    "test_ray_backend", "test_workflow", "test_sweep_e2e", "test_plugin_sweep",
+})
+
+
+def _code_names(code: types.CodeType) -> tuple[set[str], set[str]]:
+    """The names a function's code uses (nested functions included), and its string constants."""
+    names, strings = set(code.co_names), set()
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            inner, inner_strings = _code_names(const)
+            names |= inner
+            strings |= inner_strings
+        elif isinstance(const, str):
+            strings.add(const)
+        elif isinstance(const, (tuple, frozenset)):  # a literal list or set of strings
+            strings |= {c for c in const if isinstance(c, str)}
+    return names, strings
+
+
+def _ours(obj: Any) -> bool:
+    """Defined in this directory's files (a test module, a helper module or this conftest)."""
+    try:
+        return Path(inspect.getfile(obj)).resolve().parent == TESTS
+    except (TypeError, OSError):
+        return False
+
+
+def _spawns(obj: Any, seen: set[int]) -> bool:
+    """Whether ``obj`` (a function or class of the test files) names something that starts a
+    process, directly or through the helpers, classes and fixtures of the test files it names."""
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    if id(obj) in seen or not _ours(obj):
+        return False
+    seen.add(id(obj))
+    if inspect.isclass(obj):
+        return any(_spawns(v, seen) for v in vars(obj).values()
+                   if inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property)))
+    if isinstance(obj, (staticmethod, classmethod)):
+        return _spawns(obj.__func__, seen)
+    if isinstance(obj, property):
+        return any(_spawns(f, seen) for f in (obj.fget, obj.fset) if f is not None)
+    code = getattr(obj, "__code__", None)
+    if code is None:
+        return False
+    names, strings = _code_names(code)
+    if names & SPAWNING_NAMES or ("main" in names and strings & MEASURING_COMMANDS):
+        return True
+    scope = getattr(obj, "__globals__", {})
+    return any(_spawns(scope[n], seen) for n in names
+               if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n])))
+
+
+def tier(item: pytest.Item) -> str:
+    """``integration`` or ``fast`` (module docstring)."""
+    module = getattr(item, "module", None)
+    if module is None or module.__name__.rsplit(".", 1)[-1] in INTEGRATION_MODULES:
+        return "integration"
+    if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return "integration"
+    seen: set[int] = set()
+    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    funcs = [d.func for name, defs in fixtures.items() if name != "_fast_tier_starts_no_process" for d in defs]
+    if any(_spawns(f, seen) for f in [item.function, *funcs]):  # type: ignore[attr-defined]
+        return "integration"
+    return "fast"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = tier(item)
+        item.add_marker(name)
+        if name == "fast" and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A fast test that starts a process fails (it belongs to the integration tier)."""
+    if request.node.get_closest_marker("fast") is None:
+        yield
+        return
+    started: list[str] = []
+
+    def refuse(self: subprocess.Popen, args: Any, *rest: Any, **kw: Any) -> None:
+        started.append(repr(args)[:200])
+        raise OSError(f"the fast tier starts no process ({args!r})")
+
+    def refuse_fork(*args: Any, **kw: Any) -> None:
+        started.append("a forked or spawned Python process")
+        raise OSError("the fast tier starts no process")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", refuse_fork)
+    monkeypatch.setattr(os, "fork", refuse_fork)
+    yield
+    if started:
+        pytest.fail(f"a fast-tier test started a process ({started[0]}): it is an integration test; "
+                    "name what starts it in tests/conftest.py (SPAWNING_NAMES, INTEGRATION_MODULES)",
+                    pytrace=False)
+
+
+# ---- the product's re-measures, counted per test ----
+
+REMEASURES: Counter[str] = Counter()
+_CURRENT: list[str] = [""]  # the running integration test ("": none)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--max-remeasures", type=int, default=2, metavar="N",
+                     help="fail the session when one test needed the product's re-measure more than "
+                          "N times (default 2; the count is reported after every session)")
+
+
+def _counting_valid_once(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def valid_once(name: str, notes: list[str], run: Callable[[], Any]) -> Any:
+        before = len(notes)
+        try:
+            return original(name, notes, run)
+        finally:
+            if _CURRENT[0] and len(notes) > before:
+                REMEASURES[_CURRENT[0]] += 1
+    return valid_once
+
+
+def _counting_measurement(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def _valid_measurement(self: GoodputHarness, engine: Any) -> Any:
+        before = len(self.remeasured_because)
+        try:
+            return original(self, engine)
+        finally:
+            if _CURRENT[0] and len(self.remeasured_because) > before:
+                REMEASURES[_CURRENT[0]] += 1
+    return _valid_measurement
+
+
+for _mod in (pytest_goodput.run.runner, pytest_goodput.run.ab):
+    _mod.valid_once = _counting_valid_once(_mod.valid_once)
+GoodputHarness._valid_measurement = _counting_measurement(GoodputHarness._valid_measurement)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Any:
+    # Fast tests re-measure only fake runs made invalid on purpose: not the machine's doing.
+    _CURRENT[0] = item.nodeid if item.get_closest_marker("integration") else ""
+    try:
+        return (yield)
+    finally:
+        _CURRENT[0] = ""
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:  # xdist: a worker's counts
+    REMEASURES.update(getattr(node, "workeroutput", {}).get("goodput_remeasures", {}))
+
+
+def _over(config: pytest.Config) -> dict[str, int]:
+    limit = config.getoption("--max-remeasures")
+    return {k: n for k, n in REMEASURES.items() if n > limit}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports
+        workeroutput["goodput_remeasures"] = {k: n for k, n in REMEASURES.items() if n}
+        return
+    if _over(session.config) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if getattr(config, "workeroutput", None) is not None:
+        return
+    counted = {k: n for k, n in REMEASURES.items() if n}
+    terminalreporter.write_line(f"goodput re-measures in this session: {sum(counted.values())}"
+                                + "".join(f"\n  {n} in {k}" for k, n in sorted(counted.items())))
+    over = _over(config)
+    if over:
+        terminalreporter.write_line(
+            f"more than {config.getoption('--max-remeasures')} re-measures in one test "
+            f"(--max-remeasures): {', '.join(sorted(over))}: failing the session", red=True)
 
 SIM = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
 

@@ -73,6 +73,9 @@ class Echo:
             body += b"data: [DONE]\n\n"
             writer.write(_head(200, "text/event-stream", len(body)) + body)
         await writer.drain()
+        if self.ns.served_file and self.completions == 1:
+            with open(self.ns.served_file, "w"):  # the first request answered: a run is under way
+                pass
         if self.ns.die_after and self.completions >= self.ns.die_after:
             os._exit(1)  # an engine that crashes mid-run
         return True
@@ -125,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--die-after", type=int, default=0, help="exit at once after this many completions")
     ap.add_argument("--pidfile", help="write the process id here (tests look for orphans)")
     ap.add_argument("--tag", help="ignored: lets a command carry a {port} it does not use")
+    ap.add_argument("--served-file", help="created once the first completion is answered (tests wait on it)")
     ns = ap.parse_args(argv)
     if ns.pidfile:
         with open(ns.pidfile, "w") as f:

@@ -51,15 +51,18 @@ def run_bounded(cmd: list[str], cwd: Path, *, interrupt_when: Path | None = None
                 timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``cmd`` in its own process group; afterwards nothing of that group may be left.
 
-    ``interrupt_when``: once this file exists (the engine is up), and a moment later (the
-    run is under way), send Ctrl-C."""
+    ``interrupt_when``: once this file exists (the engine answered a request: the run is
+    under way), send Ctrl-C."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     if interrupt_when is not None:
         deadline = time.monotonic() + 60
         while not interrupt_when.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-        time.sleep(2.0)
+            time.sleep(0.05)
+        if not interrupt_when.exists():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise AssertionError(f"{cmd[:4]} never got an answer from its engine")
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -134,14 +137,16 @@ def test_port_clash_through_cli_and_plugin(tmp_path, pytester):
 
 
 def test_ctrl_c_through_cli_and_plugin_leaves_no_engine(tmp_path, pytester):
-    pidfile = tmp_path / "engine.pid"
-    serve = f"{PY} {shlex.quote(str(ECHO))} --port {{port}} --mode ok --pidfile {pidfile}"
+    pidfile, served = tmp_path / "engine.pid", tmp_path / "served"
+    serve = (f"{PY} {shlex.quote(str(ECHO))} --port {{port}} --mode ok --pidfile {pidfile} "
+             f"--served-file {served}")
     long_cli = CLI_LOAD[:5] + ["100000"] + CLI_LOAD[6:]
     res = run_bounded([sys.executable, "-m", "pytest_goodput", "run", "--serve", serve, *long_cli],
-                      tmp_path, interrupt_when=pidfile)
+                      tmp_path, interrupt_when=served)
     assert res.returncode == 130 and "interrupted" in res.stderr, res.stderr
     assert pid_gone(pidfile)
     pidfile.unlink()
+    served.unlink()
     pytester.makepyfile(test_perf=f"""
 import pytest
 
@@ -150,6 +155,6 @@ def test_gate():
     pass
 """)
     res = run_bounded([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                       f"--goodput-serve={serve}"], pytester.path, interrupt_when=pidfile)
+                       f"--goodput-serve={serve}"], pytester.path, interrupt_when=served)
     assert res.returncode == pytest.ExitCode.INTERRUPTED, res.stdout
     assert pid_gone(pidfile)

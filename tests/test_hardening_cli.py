@@ -11,8 +11,10 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -34,6 +36,20 @@ def start_sim(*args: str) -> tuple[subprocess.Popen, str]:
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), url
     return proc, url
+
+
+def generated(url: str, tokens: int, wait_s: float = 60.0) -> None:
+    """Wait until the simulator at ``url`` has generated ``tokens`` tokens (its /metrics)."""
+    root = url.rsplit("/v1", 1)[0]
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        text = httpx.get(root + "/metrics", timeout=5).text
+        done = sum(float(line.split()[-1]) for line in text.splitlines()
+                   if line.startswith("vllm:generation_tokens_total"))
+        if done >= tokens:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the simulator at {url} generated fewer than {tokens} tokens in {wait_s:.0f} s")
 
 
 @pytest.fixture
@@ -88,8 +104,7 @@ def test_run_whose_engine_is_killed_mid_run_exits_1():
                                 "--scenario", "concurrency", "--concurrency", "2", "--requests", "400",
                                 "--isl", "16", "--osl", "64", "--timeout", "5"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        import time
-        time.sleep(2.0)  # start-up and some requests answered
+        generated(url, 2 * 64)  # the run is under way: its first two requests were served
         proc.kill()
         out, err = run.communicate(timeout=120)
     finally:

@@ -6,12 +6,15 @@ import json
 import sys
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from pytest_goodput.judge import changepoints as cp
 from pytest_goodput.report.markdown import render_markdown
 from pytest_goodput.report.trend import PALETTE, trend_chart
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.history import HistoryEntry, Trend, TrendPoint
+from pytest_goodput.run.history import series_of
 from pytest_goodput.schema.outcome import TestOutcome as Outcome
 from pytest_goodput.store import history as store
 from pytest_goodput.store.files import WriteError
@@ -217,37 +220,68 @@ def test_the_window_bounds_how_far_back_creep_is_counted():
     assert not cp.creep(slow, slow[-1] - 0.05, direction="higher", tolerance=0.05, window=6).crept
 
 
-def test_a_sharp_step_larger_than_the_tolerance_restarts_the_window():
+def test_only_a_regression_the_gate_called_restarts_the_window():
     series = [10.0, 10.1, 9.9] * 4 + [9.0, 9.1, 8.9] * 4
     assert cp.is_step(series, 12, 0.05)
-    c = cp.creep(series, 9.0, direction="higher", tolerance=0.05)
+    accepted = [i == 12 for i in range(len(series))]
+    c = cp.creep(series, 9.0, direction="higher", tolerance=0.05, accepted=accepted)
     assert c.step_at == 12 and c.window_start == 12 and c.start == 9.0 and not c.crept
+    assert c.unaccepted_step is None
+    # The same sharp step, never called regressed: it is counted, not a restart.
+    c = cp.creep(series, 9.0, direction="higher", tolerance=0.05)
+    assert c.step_at is None and c.window_start == 4 and c.start == 10.0 and c.crept
+    assert c.unaccepted_step.index == 12
     ramp = [10.0 * 0.97 ** i for i in range(24)]  # 3 % per run: a creep, not a step
     assert not any(cp.is_step(ramp, i, 0.05) for i in range(3, 21))
     assert cp.creep(ramp, ramp[-1] * 0.97, direction="higher", tolerance=0.05).crept
 
 
-def test_too_few_runs_cannot_show_a_creep():
-    assert cp.creep([10.0, 9.0, 8.0, 7.0], 6.0, direction="higher", tolerance=0.05) is None
+def test_an_accepted_regression_just_recorded_leaves_too_few_runs_to_judge():
+    series = [10.0] * 12 + [9.0]
+    accepted = [False] * 12 + [True]
+    assert cp.creep(series, 9.0, direction="higher", tolerance=0.05, accepted=accepted) is None
+    assert cp.creep(series, 9.0, direction="higher", tolerance=0.05).crept
 
 
-def test_creep_gate_turns_a_creep_into_a_regressed_comparison_and_a_trend():
-    series = {"goodput.requests_per_s": cp.Series([f"c{i}" for i in range(10)], CREEP)}
-    comps, trends = cp.creep_gate(series, {"goodput.requests_per_s": 9.3},
-                                  [("goodput.requests_per_s", "higher", 0.04)])
-    (c,) = comps
-    assert (c.verdict, c.method, c.baseline, c.current) == ("regressed", "creep", 10.0, 9.3)
-    assert c.change == pytest.approx(-0.07)
-    assert "lost 5.0%" in c.note and "tolerance 4%" in c.note
-    (t,) = trends
-    assert t.reason == "crept" and [p.label for p in t.points][-1] == "this run"
-    assert len(t.points) == 11 and t.start == 10.0
-    comps, trends = cp.creep_gate(series, {"goodput.requests_per_s": 9.6},
-                                  [("goodput.requests_per_s", "higher", 0.05)],
-                                  regressed=["goodput.requests_per_s"])
-    assert comps == [] and [t.reason for t in trends] == ["regressed"]
-    assert cp.creep_gate(series, {"goodput.requests_per_s": None},
-                         [("goodput.requests_per_s", "higher", 0.05)]) == ([], [])
+#: Issue 31 item 9: a +18 % step the gate called inconclusive, then +1 % a run.
+STEP_THEN_CREEP = [400.0] * 12 + [472.0 * 1.01 ** j for j in range(16)]
+
+
+def test_every_check_after_an_unaccepted_step_and_creep_is_flagged():
+    checks = [cp.creep(STEP_THEN_CREEP[:i], STEP_THEN_CREEP[i], direction="lower", tolerance=0.15)
+              for i in range(13, len(STEP_THEN_CREEP))]
+    assert all(c.crept for c in checks)
+    assert checks[-1].loss == pytest.approx(472.0 * 1.01 ** 14 / 400.0 - 1)  # median of the newest 3
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(steps=st.lists(st.tuples(st.floats(0.0, 0.25), st.integers(1, 4)), min_size=1, max_size=8),
+       noise=st.lists(st.floats(-0.003, 0.003), min_size=20, max_size=20),
+       verdicts=st.lists(st.sampled_from([None, "pass", "inconclusive", "underpowered", "improved"]),
+                         min_size=20, max_size=20),
+       direction=st.sampled_from(["higher", "lower"]),
+       tolerance=st.sampled_from([0.05, 0.1, 0.15]))
+def test_small_steps_adding_up_past_the_tolerance_are_flagged_whatever_their_sizes(
+        steps, noise, verdicts, direction, tolerance):
+    """Worse steps of any size, each held 1–4 runs, none called regressed when recorded, that
+    add up to more than the tolerance fail the creep gate once the new level holds, while the
+    old level is inside the window."""
+    worse = 1.0
+    levels = [1.0] * 6
+    for size, runs in steps:
+        worse *= 1 + size
+        levels += [worse] * runs
+    levels += [worse] * 3
+    loss = worse - 1 if direction == "lower" else 1 - 1 / worse
+    assume(loss > tolerance + 0.01 and len(levels) <= cp.DEFAULT_WINDOW)
+    values = [100.0 * (w if direction == "lower" else 1 / w) * (1 + e) for w, e in zip(levels, noise)]
+    path = "metrics.ttft_ms.p99" if direction == "lower" else "goodput.requests_per_s"
+    entries = [entry(i, v).model_copy(update={
+        "metrics": {path: v}, "verdicts": {path: verdicts[i]} if verdicts[i] else {}})
+        for i, v in enumerate(values[:-1])]
+    series = {path: series_of(entries, path)}
+    comps, _ = cp.creep_gate(series, {path: values[-1]}, [(path, direction, tolerance)])
+    assert [(c.verdict, c.method) for c in comps] == [("regressed", "creep")], levels
 
 
 # --- trend charts -----------------------------------------------------------------------

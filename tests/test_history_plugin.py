@@ -64,12 +64,17 @@ def test_recording_a_baseline_appends_one_history_entry(pytester, sim_url, recor
     assert "metrics.ttft_ms.p99" in entry.metrics
     line = json.loads(recorded.read_text(encoding="utf-8").splitlines()[0])
     assert line["kind"] == "pytest-goodput-history" and line["schema_version"] == 1
+    assert entry.verdicts == {} and "verdicts" not in line  # a first recording judged nothing
     # A comparing run (a pull request) does not append.
     pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline", "-p", "no:cacheprovider")
     assert len(store.read(recorded).entries) == 1
     pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
                        "--goodput-sessions=1", "-p", "no:cacheprovider").assert_outcomes(passed=1)
-    assert len(store.read(recorded).entries) == 2
+    _, second = store.read(recorded).entries
+    # The second recording keeps what the gate said of it against the baseline it replaced.
+    assert list(second.verdicts) == ["goodput.requests_per_s"]
+    assert second.verdicts["goodput.requests_per_s"] in ("pass", "improved", "regressed",
+                                                         "inconclusive", "underpowered")
 
 
 def test_a_history_dir_option_moves_the_history(pytester, sim_url):
@@ -82,14 +87,16 @@ def test_a_history_dir_option_moves_the_history(pytester, sim_url):
     assert not (pytester.path / ".goodput" / "history").exists()
 
 
-def _rewrite(path, factors: list[float]) -> None:
-    """Replace the history with one entry per factor: the recorded run's numbers scaled."""
+def _rewrite(path, factors: list[float], verdicts: dict[int, str] | None = None) -> None:
+    """Replace the history with one entry per factor: the recorded run's numbers scaled;
+    ``verdicts``: run index → what the gate said of goodput when that run was recorded."""
     (entry,) = store.read(path).entries[-1:]
     path.unlink()
     for i, f in enumerate(factors):
         scaled = {k: v * f for k, v in entry.metrics.items()}
+        said = {"goodput.requests_per_s": verdicts[i]} if verdicts and i in verdicts else {}
         store.append(path, HistoryEntry(**{**entry.model_dump(), "metrics": scaled,
-                                           "commit": f"{i:02d}" + "b" * 38}))
+                                           "commit": f"{i:02d}" + "b" * 38, "verdicts": said}))
 
 
 def _gate(pytester, sim_url, *extra: str):
@@ -111,6 +118,24 @@ def test_history_gate_fails_a_run_continuing_a_creep(pytester, sim_url, recorded
     md = report.read_text(encoding="utf-8")
     assert "**Trend of goodput (req/s) on main** (crept; 12 runs)" in md
     assert "```mermaid\n%%{init:" in md and '"this run"' in md
+
+
+@pytest.mark.parametrize("said, fails", [("inconclusive", True), ("regressed", False)])
+def test_history_gate_counts_a_step_unless_the_gate_called_it_regressed(
+        pytester, sim_url, recorded, said, fails):
+    # Goodput fell from 3x to this run's level in one step at run 9 (-67 %, tolerance 50 %).
+    # Called only inconclusive, nobody accepted it: the window keeps 3x and this run fails.
+    # Called regressed and merged anyway, it is accepted: the window restarts there.
+    _rewrite(recorded, [3.0] * 8 + [1.0] * 5, {8: said})
+    res = _gate(pytester, sim_url)
+    out = res.stdout.str()
+    if fails:
+        res.assert_outcomes(failed=1)
+        assert "creep: the last 13 main-branch runs and this run lost" in out
+        assert "the step of -66.7% at 08bbbbbbbbbb was not called regressed, so it counts" in out
+    else:
+        res.assert_outcomes(passed=1)
+        assert "creep" not in out
 
 
 def test_history_gate_passes_a_flat_history(pytester, sim_url, recorded):

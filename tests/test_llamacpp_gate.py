@@ -25,6 +25,8 @@ from typing import Callable, Iterator
 
 import pytest
 
+import fake_selfcheck
+
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
 # core is imported before any pytester run.
@@ -102,20 +104,23 @@ def engine(model_path: str) -> Iterator[Engine]:
         yield eng
 
 
-def valid_run(make: Callable[[], Measurement], attempts: int = 3) -> Measurement:
-    """A measurement whose client kept up; the machine is shared, so allow a noisy neighbour
-    two retries (the engine takes one core, everyone else shares the other)."""
-    for _ in range(attempts):
-        placement = ClientPlacement(CLIENT_CPUS) if CLIENT_CPUS else None  # as the plugin places it
-        try:
-            m = make()
-        finally:
-            if placement is not None:
-                placement.restore()
-        bad = [r.client.reasons for r in m.runs if not r.client.valid]
-        if not bad:
-            return m
-    raise AssertionError(f"the client set the pace {attempts} times; the run says nothing about the engine: {bad}")
+@pytest.fixture(autouse=True)
+def _passing_selfcheck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What these tests decide is the measurement and the gates' verdicts on a real engine, not
+    the client's validity (tests/test_faults_selfcheck.py and tests/test_capture_run.py decide
+    that): receive times come from a capture and the engine has its own CPU, and a busy
+    neighbour's send lag or CPU must neither fail a test nor make it measure again."""
+    fake_selfcheck.install(monkeypatch)
+
+
+def placed_run(make: Callable[[], Measurement]) -> Measurement:
+    """One measurement with the client placed on its CPU, as the plugin places it."""
+    placement = ClientPlacement(CLIENT_CPUS) if CLIENT_CPUS else None
+    try:
+        return make()
+    finally:
+        if placement is not None:
+            placement.restore()
 
 
 def check_exact_run(r: RunResult, issued: int, isl: int = ISL, osl: int = OSL) -> None:
@@ -151,7 +156,7 @@ def test_poisson_server_scenario_is_measured_exactly(engine: Engine) -> None:
     # 120 requests, so P99 send lag is not simply the single worst request: on a shared
     # 2-core machine one request in a hundred meets a descheduled client.
     spec = build_spec(dict(scenario="server", rate=30.0, requests=120, isl=32, osl=32, capture=CAPTURE))
-    m = valid_run(lambda: measure(spec, engine))
+    m = placed_run(lambda: measure(spec, engine))
     r = m.result
     check_exact_run(r, 120, isl=32, osl=32)
     assert r.spec.arrival == "poisson" and r.load["rate"] == 30.0
@@ -161,7 +166,7 @@ def test_poisson_server_scenario_is_measured_exactly(engine: Engine) -> None:
 
 def test_concurrency_scenario_is_measured_exactly(engine: Engine) -> None:
     spec = build_spec(dict(scenario="concurrency", concurrency=4, requests=24, isl=ISL, osl=OSL, capture=CAPTURE))
-    m = valid_run(lambda: measure(spec, engine))
+    m = placed_run(lambda: measure(spec, engine))
     check_exact_run(m.result, 24)
     assert m.result.load["concurrency"] == 4.0
 
@@ -184,12 +189,12 @@ def test_frontier_gate_on_a_real_engine(engine: Engine, model_path: str, tmp_pat
     stays at 80-100 % (one CPU thread gains little from batching) while TTFT grows about
     4x as requests queue; that is the per-run gate's to catch (next test).
     """
-    base = valid_run(lambda: measure(SWEEP, engine))
+    base = placed_run(lambda: measure(SWEEP, engine))
     deep_model = write_tiny_llama(tmp_path / "deep.gguf", n_layer=6)
     with start(deep_model, 4) as deep:
-        slow = valid_run(lambda: measure(SWEEP, deep))
+        slow = placed_run(lambda: measure(SWEEP, deep))
     with start(model_path, 1) as one_slot:
-        queued = valid_run(lambda: measure(SWEEP, one_slot))
+        queued = placed_run(lambda: measure(SWEEP, one_slot))
 
     slower = frontier_gate(base, slow)
     assert slower.verdict == "regressed"
@@ -217,14 +222,10 @@ def test_four_users():
 """
 
 
-def run_plugin(pytester: pytest.Pytester, *args: str, attempts: int = 3) -> pytest.RunResult:
-    """Run the suite; again if the shared machine starved the client (an invalid run)."""
+def run_plugin(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """Run the suite once, in this process (so with this module's passing self-check)."""
     placement = ["--goodput-engine-cpus=auto"] if ENGINE_CPUS else []
-    for _ in range(attempts):
-        res = pytester.runpytest(*placement, f"--goodput-capture={CAPTURE}", *args)
-        if "the load generator, not the server, set the pace" not in res.stdout.str():
-            break
-    return res
+    return pytester.runpytest(*placement, f"--goodput-capture={CAPTURE}", *args)
 
 
 def expect(res: pytest.RunResult, **outcomes: int) -> pytest.RunResult:

@@ -110,12 +110,16 @@ def _analyse(entries: list[HistoryEntry], path: str, ns: argparse.Namespace,
     else:
         lines.append(f"    drift: {why}")
     c = creep(s.values[:-1], s.values[-1], direction=info.direction, tolerance=tol,
-              window=ns.window, settings=settings) if len(s.values) > 1 else None
+              window=ns.window, settings=settings, accepted=s.accepted[:-1]) if len(s.values) > 1 else None
     if c is None:
         lines.append(f"    creep: too few runs to judge (needs {2 * END_RUNS} in the window)")
     else:
         state = "CREPT" if c.crept else "within tolerance"
-        since = f" after a step at {s.labels[c.step_at]}" if c.step_at is not None else ""
+        since = (f" after the regression accepted at {s.labels[c.step_at]}"
+                 if c.step_at is not None else "")
+        if c.unaccepted_step is not None:
+            since += (f" (the step at {s.labels[c.unaccepted_step.index]} "
+                      f"{fmt_change(c.unaccepted_step.change)} was not called regressed: counted)")
         lines.append(f"    creep: {state} — the newest {len(s.values) - c.window_start} runs{since}: "
                      f"{fmt_value(c.start, unit)} → {fmt_value(c.end, unit)} "
                      f"{fmt_change(relative(c.start, c.end))}, the newest run alone "

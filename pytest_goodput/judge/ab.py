@@ -15,6 +15,12 @@ its own error budget, spent over the looks (``judge.stopping``): the gate's α f
 *regressed*, so looking after every round cannot raise false alarms above it, and
 ``clear_alpha`` for *cleared*. ``docs/statistics.md`` ("A/B mode") has the formulas;
 ``docs/decisions.md`` why these boundaries.
+
+A round where failures reached a percentile (+∞) is never left out, which would keep only
+the head's good rounds: a head failure is worse than any value (never cleared, its lower
+end the worst the t interval allows), a base failure no evidence against the head. So
+adding failures to the head, or slowing it, never improves a verdict
+(``docs/statistics.md``, "A/B: failure rounds and boundaries").
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pytest_goodput.judge.evidence import samples_of
 from pytest_goodput.judge.spread import scale_of
@@ -40,8 +47,9 @@ from pytest_goodput.stats.student import t_ppf
 MIN_ROUNDS = 4
 MAX_ROUNDS = 12
 
-__all__ = ["DEFAULT_RULE", "MAX_ROUNDS", "MIN_ROUNDS", "RULES", "StoppingRule", "analyse", "check_rounds",
-           "compare_paired", "looks", "paired_changes", "round_order", "round_values", "with_error_rate"]
+__all__ = ["DEFAULT_RULE", "MAX_ROUNDS", "MIN_ROUNDS", "RULES", "Paired", "StoppingRule", "analyse",
+           "check_rounds", "compare_paired", "looks", "paired_changes", "round_order", "round_values",
+           "with_error_rate", "worst_lower_end"]
 
 
 def round_order(seed: int, r: int) -> Order:
@@ -92,26 +100,70 @@ def _d(scale: str, b: float | None, h: float | None) -> float | None:
     return math.log(h / b) if b > 0 and h > 0 else None
 
 
-def paired_changes(path: str, rounds: Sequence[ABRound]) -> tuple[list[float], list[float], list[float], int]:
-    """(d_r, base_r, head_r) over the kept rounds that measured ``path`` on both sides, and
-    how many kept rounds had a value on one side that cannot be compared (e.g. a P99 of +∞)."""
+@dataclass
+class Paired:
+    """A metric's kept rounds: the finite changes d_r (with both sides' values), and the rounds
+    where failures reached the percentile (+∞): on the head only (``head_failed``), on the
+    base only (``base_failed``), on both (``both_failed``); ``skipped``: rounds with a value
+    that cannot be compared at all (one side unmeasured, 0 on the log scale)."""
+
+    ds: list[float] = field(default_factory=list)
+    bs: list[float] = field(default_factory=list)
+    hs: list[float] = field(default_factory=list)
+    head_failed: list[float] = field(default_factory=list)  # their base values
+    base_failed: int = 0
+    both_failed: int = 0
+    skipped: int = 0
+
+
+def paired_changes(path: str, rounds: Sequence[ABRound]) -> Paired:
+    """The metric's rounds, sorted by what they can say (see ``Paired``)."""
     scale = scale_of(path)
-    ds: list[float] = []
-    bs: list[float] = []
-    hs: list[float] = []
-    skipped = 0
+    out = Paired()
     for r in rounds:
         if r.dropped:
             continue
         b, h = r.base.get(path), r.head.get(path)
         d = _d(scale, b, h)
-        if d is None:
-            skipped += b is not None or h is not None
-            continue
-        ds.append(d)
-        bs.append(b)  # type: ignore[arg-type]
-        hs.append(h)  # type: ignore[arg-type]
-    return ds, bs, hs, skipped
+        if d is not None:
+            out.ds.append(d)
+            out.bs.append(b)  # type: ignore[arg-type]
+            out.hs.append(h)  # type: ignore[arg-type]
+        elif b == math.inf and h == math.inf:
+            out.both_failed += 1
+        elif h == math.inf and b is not None and math.isfinite(b):
+            out.head_failed.append(b)
+        elif b == math.inf and h is not None and math.isfinite(h):
+            out.base_failed += 1
+        else:
+            out.skipped += b is not None or h is not None
+    return out
+
+
+def worst_lower_end(es: Sequence[float], m: int, tq: float) -> float:
+    """The highest lower end ē − tq · s / √n a t interval can have when ``m`` of its n values
+    are free (rounds where the head's failures reached the percentile) and the others are
+    ``es`` (worse positive): the free values are put where they raise the lower end most.
+
+    Since a free value may take the value a finite round had, turning a round into a
+    failure can never lower this end; it is unbounded (+∞) once the free values are enough
+    to outweigh the spread they add, e.g. when every round failed.
+    """
+    k, n = len(es), len(es) + m
+    if k == 0:
+        return math.inf
+    if m == 0:
+        mean = math.fsum(es) / k
+        return mean - tq * math.sqrt(math.fsum((e - mean) ** 2 for e in es) / (k - 1)) / math.sqrt(k)
+    mu = math.fsum(es) / k
+    ss = math.fsum((e - mu) ** 2 for e in es)
+    # Free values at μ + u: mean μ + m u / n, SS + k m u² / n about it; d/du = 0 where
+    # u² (1 − (n − 1) m / (tq² k)) = SS (n − 1) n / (tq² k²).
+    a = 1.0 - (n - 1) * m / (tq * tq * k)
+    if a <= 0.0:
+        return math.inf if ss > 0 or a < 0 else mu
+    u = math.sqrt(ss * (n - 1) * n / (tq * tq * k * k * a))
+    return mu + m * u / n - tq * math.sqrt((ss + k * m * u * u / n) / (n - 1)) / math.sqrt(n)
 
 
 def _centre(scale: str, xs: list[float]) -> float:
@@ -123,6 +175,51 @@ def _centre(scale: str, xs: list[float]) -> float:
 def _to_change(scale: str, x: float) -> float:
     """exp(x) − 1 on the log scale (capped: a look's bound at very few rounds can be huge)."""
     return math.expm1(min(x, 700.0)) if scale == "log" else x
+
+
+def _failed_rounds(defn: MetricDef, p: Paired, a: float, how: str, common: dict,
+                   note: str) -> tuple[MetricComparison, bool]:
+    """A metric whose head failed at the percentile in some rounds (+∞ there, the base finite).
+
+    Those rounds are the worst evidence there is: the interval's worse end is unbounded, so
+    the metric is never cleared nor improved, and its lower end is the worst one the t
+    interval allows (``worst_lower_end``): *regressed* when it is off 0, decided when it is
+    beyond the tolerance, else *inconclusive*.
+    """
+    scale = scale_of(defn.path)
+    sign = -1.0 if defn.direction == "higher" else 1.0
+    m, n = len(p.head_failed), len(p.ds) + len(p.head_failed)
+    note = "; ".join(filter(None, (note, f"failures (+inf) reach this percentile on the head in {m} "
+                                         f"round(s) where the base's do not: counted worse, never left out")))
+    base = _centre(scale, p.bs + p.head_failed)
+    if n < 2:
+        note = f"{note}; {n} round(s) compared: an interval needs 2"
+        return MetricComparison(**common, baseline=base, verdict="inconclusive", note=note,
+                                method="paired rounds"), False
+    lo_e = worst_lower_end([sign * d for d in p.ds], m, t_ppf(1.0 - a, n - 1))
+    if scale == "log":
+        worse_lo = math.expm1(min(lo_e, 700.0)) if sign > 0 else -math.expm1(-min(lo_e, 700.0))
+    else:
+        worse_lo = lo_e
+    shown = "+inf" if math.isinf(worse_lo) else (f"{worse_lo:+.1%}" if scale != "absolute" else f"{worse_lo:+.4g}")
+    note = f"{note}; the change's worse end is at least {shown}"
+    return MetricComparison(
+        **common, baseline=base, verdict="regressed" if worse_lo > 0 else "inconclusive",  # type: ignore[arg-type]
+        note=note, method=f"paired rounds t(ν={n - 1}), {m} failed round(s) at their worst, {how}",
+    ), worse_lo > defn.tolerance
+
+
+def _base_only(defn: MetricDef, p: Paired, common: dict, note: str) -> MetricComparison | None:
+    """No finite pair and no head failure: the base's failures, or both sides', reached the
+    percentile in every compared round. None when there are finite rounds to judge."""
+    if p.ds or p.head_failed or not (p.base_failed or p.both_failed):
+        return None
+    if p.base_failed and not p.both_failed:
+        verdict, why = "improved", "failures (+inf) reach this percentile on the base in every round, never on the head"
+    else:
+        verdict, why = "pass", "failures (+inf) reach this percentile on the base in every round"
+    note = "; ".join(filter(None, (note, why)))
+    return MetricComparison(**common, verdict=verdict, note=note, method="paired rounds")  # type: ignore[arg-type]
 
 
 def compare_paired(defn: MetricDef, rounds: Sequence[ABRound], *, confidence: float = CONFIDENCE,
@@ -137,25 +234,41 @@ def compare_paired(defn: MetricDef, rounds: Sequence[ABRound], *, confidence: fl
     interval reaches 0 is *inconclusive*. Levels: ``rule``'s at this look of the looks
     ``min_rounds`` … ``max_rounds``; without a rule, (1 − confidence) / ``n_looks`` two-sided
     for both (Bonferroni).
+
+    A round where failures reached the percentile (+∞) is never left out: on the head only,
+    it is worse than any value (``_failed_rounds``); where the base failed, the head is not
+    worse there and the round adds nothing against the head (its interval is that of the
+    other rounds); every round a base failure, the head is *improved*, or ties *pass*.
     """
     scale = scale_of(defn.path)
-    ds, bs, hs, skipped = paired_changes(defn.path, rounds)
-    if not ds and not skipped:
+    p = paired_changes(defn.path, rounds)
+    ds, bs, hs, skipped = p.ds, p.bs, p.hs, p.skipped
+    if not ds and not skipped and not p.head_failed and not p.base_failed and not p.both_failed:
         return None, True
     note = f"{skipped} round(s) without a comparable value left out" if skipped else ""
-    n = len(ds)
+    if p.base_failed or p.both_failed:
+        note = "; ".join(filter(None, (note, f"failures (+inf) reach this percentile on the base in "
+                                             f"{p.base_failed + p.both_failed} round(s) (on both sides in "
+                                             f"{p.both_failed}): the head is not worse there")))
+    n = len(ds) + len(p.head_failed)
     common = {"metric": defn.path, "direction": defn.direction, "tolerance": defn.tolerance,
               "scale": "absolute" if scale == "absolute" else "relative"}
-    if n < 2:
-        note = "; ".join(filter(None, (note, f"{n} round(s) compared: an interval needs 2")))
-        return MetricComparison(**common, verdict="inconclusive", note=note,  # type: ignore[arg-type]
-                                method="paired rounds"), False
+    only = _base_only(defn, p, common, note)
+    if only is not None:
+        return only, True
     if rule is None:
         a = b = (1.0 - confidence) / 2.0 / n_looks
         how = f"{1 - 2 * a:.2%} per look (Bonferroni over {n_looks})"
     else:
         a, b = rule.levels(n, min_rounds, max_rounds, confidence)
         how = f"look at {n} of {max_rounds} rounds: {1 - 2 * a:.3%} two-sided, cleared at {1 - b:.2%} one-sided"
+    if p.head_failed:
+        return _failed_rounds(defn, p, a, how, common, note)
+    n = len(ds)
+    if n < 2:
+        note = "; ".join(filter(None, (note, f"{n} round(s) compared: an interval needs 2")))
+        return MetricComparison(**common, verdict="inconclusive", note=note,  # type: ignore[arg-type]
+                                method="paired rounds"), False
     mean = math.fsum(ds) / n
     sd = math.sqrt(math.fsum((d - mean) ** 2 for d in ds) / (n - 1))
     half = t_ppf(1.0 - a, n - 1) * sd / math.sqrt(n)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
 import numpy as np
@@ -181,10 +181,14 @@ def is_step(values: Sequence[float], at: int, tolerance: float, *, k: int = END_
 class Creep:
     """The creep gate's reading of one metric (``docs/metrics.md``, "creep").
 
-    ``window_start``: index into the main-branch values where the window starts (after the
-    newest step larger than the tolerance, if any); ``start``: median of its first runs;
-    ``end``: median of the newest main runs and the current one; ``loss`` and ``own_loss``:
-    how much worse ``end`` and ``current`` are than ``start`` (relative, positive = worse).
+    ``window_start``: index into the main-branch values where the window starts (at the
+    newest run the gate called regressed when it was recorded — a loss merged anyway, so
+    accepted — if any); ``start``: median of its first runs; ``end``: median of the newest
+    main runs and the current one; ``loss`` and ``own_loss``: how much worse ``end`` and
+    ``current`` are than ``start`` (relative, positive = worse). ``step_at``: where an
+    accepted regression restarted the window; ``unaccepted_step``: the newest step larger
+    than the tolerance inside the window that the gate did not call regressed (counted in
+    the loss, named in reports).
     """
 
     window_start: int
@@ -195,6 +199,7 @@ class Creep:
     own_loss: float
     tolerance: float
     step_at: Optional[int] = None
+    unaccepted_step: Optional[ChangePoint] = None
 
     @property
     def crept(self) -> bool:
@@ -211,38 +216,49 @@ def creep(
     window: int = DEFAULT_WINDOW,
     settings: Settings = Settings(),
     k: int = END_RUNS,
+    accepted: Sequence[bool] = (),
 ) -> Optional[Creep]:
     """Whether ``current`` continues a creep over the newest ``window`` main-branch runs.
 
-    A change point (found in the whole series) that :func:`is_step` calls a step is what
-    the pull-request gate judges, not creep: the window starts after the newest one. None
-    when fewer than ``2k − 1`` main runs remain in the window (too few to tell a creep from
-    noise).
+    ``accepted[i]``: the gate called this metric *regressed* when main run ``i`` was
+    recorded, and it was merged anyway — the only thing that moves the level the loss is
+    counted from: the window restarts at the newest such run. A step the gate called
+    only inconclusive (or never judged) was accepted by nobody, so however sharp it is, it
+    stays in the window and its loss adds to what follows. None when fewer than ``2k − 1``
+    main runs remain in the window (too few to tell a creep from noise).
     """
     series = [float(v) for v in main]
     current = float(current)
     start_at = max(len(series) - window, 0)
     step_at: Optional[int] = None
-    for cp in detect(series, settings):
-        if cp.index > start_at and is_step(series, cp.index, tolerance, k=k):
-            step_at = start_at = cp.index
+    for i in range(start_at + 1, min(len(accepted), len(series))):
+        if accepted[i]:
+            step_at = start_at = i
     tail = series[start_at:]
     if len(tail) < 2 * k - 1:
         return None
+    unaccepted = None
+    for cp in detect(series, settings):
+        if (cp.index > start_at and worse_by(cp.change, direction) > 0
+                and is_step(series, cp.index, tolerance, k=k)):
+            unaccepted = cp
     start = float(statistics.median(tail[:k]))
     end = float(statistics.median([*tail[len(tail) - (k - 1):], current]))
     return Creep(window_start=start_at, start=start, end=end, current=current,
                  loss=worse_by(relative(start, end), direction),
                  own_loss=worse_by(relative(start, current), direction), tolerance=tolerance,
-                 step_at=step_at)
+                 step_at=step_at, unaccepted_step=unaccepted)
 
 
 @dataclass(frozen=True)
 class Series:
-    """A metric's main-branch values of one identity, oldest first, with a label per run."""
+    """A metric's main-branch values of one identity, oldest first, with a label per run and
+    whether the gate called the metric regressed when the run was recorded (``accepted``:
+    merged anyway; empty for histories recorded without verdicts)."""
 
     labels: list[str]
     values: list[float]
+    accepted: list[bool] = field(default_factory=list)
 
 
 def trend(metric: str, series: Series, start: int, current: Optional[float], *,
@@ -275,16 +291,19 @@ def creep_gate(
         if s is None or value is None or not math.isfinite(value):
             continue
         c = creep(s.values, value, direction=direction, tolerance=tolerance, window=window,
-                  settings=settings)
+                  settings=settings, accepted=s.accepted)
         if c is not None and c.crept:
             n = len(s.values) - c.window_start
+            step = c.unaccepted_step
+            counted = (f"; the step of {step.change * 100:+.1f}% at {s.labels[step.index]} was "
+                       "not called regressed, so it counts" if step is not None else "")
             comparisons.append(MetricComparison(
                 metric=path, direction=direction, baseline=c.start, current=value,
                 change=relative(c.start, value), tolerance=tolerance, verdict="regressed",
                 method="creep",
                 note=(f"creep: the last {n} main-branch runs and this run lost "
                       f"{c.loss * 100:.1f}% (median of the newest {END_RUNS} against the "
-                      f"first {END_RUNS}; tolerance {tolerance * 100:g}%)")))
+                      f"first {END_RUNS}; tolerance {tolerance * 100:g}%{counted})")))
             trends.append(trend(path, s, c.window_start, value, reason="crept", level=c.start,
                                 tolerance=tolerance))
         elif path in regressed:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from pytest_goodput import stats
 from pytest_goodput.schema.outcome import SLOOutcome
 from pytest_goodput.schema.results import RunResult
 
@@ -81,8 +82,33 @@ def _worse(a: SLOOutcome, b: SLOOutcome, higher_is_worse: bool) -> SLOOutcome:
     return b if (bv > av) == higher_is_worse and bv != av else a
 
 
+def pooled_proof(results: Sequence[RunResult], name: str, strict: bool,
+                 o: SLOOutcome) -> SLOOutcome:
+    """A percentile SLO every run held, proven over the repeats' pooled samples.
+
+    Repeats replay one workload at one load, so their requests are more samples of the same
+    latency distribution, and MLPerf's early-stopping count applies to all of them together:
+    two runs of 240 requests prove a P99 that neither proves alone (459 needed). A break
+    stays a break: any run above the limit fails the SLO, proof or not.
+    """
+    checks = [c for r in results for c in r.percentile_slos if c.name == name]
+    if len(checks) < 2 or not all(c.ok for c in checks) or o.proven:
+        return o
+    n, over = sum(c.samples for c in checks), sum(c.over_limit for c in checks)
+    proven, needed = stats.percentile_proof(n, over, checks[0].percentile)
+    if proven:
+        return o.model_copy(update={"ok": True, "proven": True, "note": (
+            f"proven at 99% confidence over the {len(checks)} runs' pooled samples: {n} "
+            f"samples, {over} over the limit")})
+    per_run = -(-(needed or n) // len(checks))
+    return o.model_copy(update={"ok": not strict, "proven": False, "note": (
+        f"not proven at 99% confidence: {n} samples over {len(checks)} runs, {over} over the "
+        f"limit; a proof needs {needed} ({per_run} requests per run)")})
+
+
 def slo_outcomes(results: Sequence[RunResult], strict: bool) -> list[SLOOutcome]:
-    """Each SLO over every run: the worst run's outcome, naming it when there are several."""
+    """Each SLO over every run: the worst run's outcome, naming it when there are several;
+    a held percentile SLO is proven over the runs' pooled samples (:func:`pooled_proof`)."""
     per_run = [run_slo_outcomes(r, strict) for r in results]
     if len(per_run) == 1:
         return per_run[0]
@@ -95,7 +121,10 @@ def slo_outcomes(results: Sequence[RunResult], strict: bool) -> list[SLOOutcome]
                 merged[o.name] = (o, i)
     out = []
     for name, (o, i) in merged.items():
-        broken = sum(1 for outcomes in per_run for x in outcomes if x.name == name and not x.ok)
+        o = pooled_proof(results, name, strict, o)
+        held = [c.ok for r in results for c in r.percentile_slos if c.name == name]
+        broken = (held.count(False) if held else
+                  sum(1 for outcomes in per_run for x in outcomes if x.name == name and not x.ok))
         where = (f"run {i + 1} of {len(per_run)}" + (f"; {broken} of {len(per_run)} runs broke it"
                                                       if broken else ""))
         out.append(o.model_copy(update={"note": f"{where}: {o.note}" if o.note else where}))

@@ -6,7 +6,9 @@ gets the gate's one-sided α = (1 − confidence) / 2. *Cleared* (the interval's
 within the tolerance) wrongly made lets a change of the tolerance's size through: it gets
 its own one-sided budget ``clear_alpha`` (an equivalence, TOST-like, bound), as the gate's
 power target does. Each budget is spread over the looks by a Lan–DeMets spending function
-(``stats.spending``) at information n / max_rounds, or split evenly (Bonferroni).
+(``stats.spending``) at information n / max_rounds, or split evenly (Bonferroni). The
+boundaries are the paired t statistic's own (``t_boundaries``: n − 1 degrees of freedom at
+a look after n rounds), so the error spent at few rounds is the budget, not above it.
 ``docs/statistics.md`` ("A/B mode") has the formulas; ``docs/decisions.md`` the choice.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_goodput.stats.spending import SPENDING, nominal_levels
+from pytest_goodput.stats.spending import SPENDING, t_levels
 
 Split = Literal["obf", "pocock", "bonferroni"]
 SPLITS: tuple[str, ...] = (*SPENDING, "bonferroni")
@@ -50,16 +52,18 @@ class StoppingRule:
         """One-sided nominal levels (regressed, cleared) of a look at ``n`` compared rounds.
 
         Looks are planned after rounds ``min_rounds`` … ``max_rounds``; a metric compared on
-        fewer rounds than ``min_rounds`` (some left out) is held to the first look's level.
+        fewer rounds than ``min_rounds`` (some left out) is held to the first look's level
+        (with its fewer degrees of freedom, a stricter t). Spent levels are those at which a
+        t with n − 1 degrees of freedom crosses the t statistic's own boundary.
         """
         k = min(max(n, min_rounds), max_rounds) - min_rounds
-        fractions = [r / max_rounds for r in range(min_rounds, max_rounds + 1)]
+        planned = list(range(min_rounds, max_rounds + 1))
         out = []
         for split, budget in zip((self.regress, self.clear), self.budgets(confidence)):
             if split == "bonferroni":
-                out.append(budget / len(fractions))
+                out.append(budget / len(planned))
             else:
-                out.append(nominal_levels(fractions, budget, split)[k])  # type: ignore[arg-type]
+                out.append(t_levels(planned, max_rounds, budget, split)[k])  # type: ignore[arg-type]
         return out[0], out[1]
 
     def describe(self, confidence: float = 0.98) -> str:

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Optional, Sequence
 
+from pytest_goodput.judge.error_rate import error_rate_comparison
 from pytest_goodput.judge.intervals import Kind, paired_half_widths, unpaired_interval
 from pytest_goodput.judge.spread import (
     PRIOR_RUNS,
@@ -170,6 +171,9 @@ def compare_metric(
     seed), so request i is compared with request i (:func:`pairable` must hold; otherwise
     the unpaired intervals).
     """
+    if defn.path == "error_rate":  # exact limits on pooled counts (judge/error_rate.py)
+        return error_rate_comparison(defn, baseline, current_runs, decide, confidence=confidence,
+                                     significance=significance)
     if not current_runs:
         raise ValueError("compare_metric needs at least one current run")
     path = defn.path

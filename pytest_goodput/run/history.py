@@ -35,11 +35,14 @@ def newest_identity(entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
 
 
 def series_of(entries: Sequence[HistoryEntry], path: str) -> Optional[Series]:
-    """A metric's series over ``entries`` (runs without the metric skipped); None if empty."""
-    pairs = [(label(e, i), e.metrics[path]) for i, e in enumerate(entries) if path in e.metrics]
-    if not pairs:
+    """A metric's series over ``entries`` (runs without the metric skipped); None if empty. A
+    run is accepted for the creep window when its recording was judged *regressed* on it."""
+    runs = [(label(e, i), e.metrics[path], e.verdicts.get(path) == "regressed")
+            for i, e in enumerate(entries) if path in e.metrics]
+    if not runs:
         return None
-    return Series(labels=[p[0] for p in pairs], values=[p[1] for p in pairs])
+    return Series(labels=[r[0] for r in runs], values=[r[1] for r in runs],
+                  accepted=[r[2] for r in runs])
 
 
 def apply_history_gate(outcome: TestOutcome, spec: ScenarioSpec, directory: Path, *,
@@ -67,15 +70,18 @@ def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Me
                  directory: Path, record: bool, gate: bool, tolerance: Optional[float] = None,
                  window: int = DEFAULT_WINDOW) -> tuple[TestOutcome, list[str]]:
     """What the plugin does with the history after gating one test: in update mode, append
-    the recorded sessions (when the baseline was written); with the creep gate on, judge the
+    the recorded sessions (when the baseline was written) with the gated metrics' verdicts
+    against the baseline they replace; with the creep gate on, judge the
     run against the history. Returns the outcome and errors for the session (a history that
     could not be written)."""
     if record and outcome.baseline_status == "updated":
         defs = metric_defs(spec, tolerance)
+        tolerances = {d.path: d.tolerance for d in defs}
         try:
             store.record(directory, outcome.nodeid, [measurement_metrics(m) for m in sessions],
-                         Fingerprint.from_flat(outcome.current_env),
-                         tolerances={d.path: d.tolerance for d in defs})
+                         Fingerprint.from_flat(outcome.current_env), tolerances=tolerances,
+                         verdicts={c.metric: c.verdict for c in outcome.comparisons
+                                   if c.metric in tolerances})
         except OSError as exc:
             return outcome, [f"{outcome.nodeid}: history not recorded: {exc}"]
         return outcome, []

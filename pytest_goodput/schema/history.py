@@ -37,6 +37,10 @@ class HistoryEntry(BaseModel):
     gated: list[str] = Field(default_factory=list, description="metrics the test gates on")
     tolerances: dict[str, float] = Field(
         default_factory=dict, description="each gated metric's tolerance as the test resolved it")
+    verdicts: dict[str, str] = Field(
+        default_factory=dict, description="each gated metric's verdict against the baseline this "
+        "recording replaced (absent for a first recording); `regressed` marks a loss merged anyway: "
+        "accepted, the creep window restarts there")
 
     @property
     def identity_key(self) -> tuple[tuple[str, str], ...]:

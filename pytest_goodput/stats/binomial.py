@@ -1,9 +1,11 @@
-"""Binomial tail probabilities, percentile proofs (MLPerf early stopping) and proportion intervals."""
+"""Binomial tail probabilities, percentile proofs (MLPerf early stopping), proportion intervals
+(score and exact) and the dispersion of grouped counts."""
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -104,3 +106,71 @@ def newcombe_interval(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.
     l2, u2 = wilson_interval(k2, n2, confidence)
     d = p1 - p2
     return (d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2))
+
+
+def _bisect_p(f: Callable[[float], float], target: float) -> float:
+    """The p in [0, 1] where the decreasing function f crosses target (60 halvings: 1e-18)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if f(mid) > target else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+@functools.lru_cache(maxsize=4096)  # pure; the gate asks for the same counts again and again
+def clopper_pearson_interval(k: int, n: int, confidence: float = 0.95) -> Interval:
+    """Exact (Clopper–Pearson) interval for a binomial proportion k/n.
+
+    Each bound is the p at which seeing k (or a more extreme count) has probability α/2, so
+    each side errs at most α/2 however few the failures: a score interval's normal tail is
+    too thin for a count of 0–5, exactly where error rates live.
+    """
+    if n <= 0:
+        return (0.0, 1.0)
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 ≤ k ≤ n, got k={k}, n={n}")
+    check_confidence(confidence)
+    a = (1.0 - confidence) / 2.0
+    lo = 0.0 if k == 0 else (a ** (1.0 / n) if k == n else
+                             _bisect_p(lambda p: binom_cdf(k - 1, n, p), 1.0 - a))
+    hi = 1.0 if k == n else (1.0 - a ** (1.0 / n) if k == 0 else
+                             _bisect_p(lambda p: binom_cdf(k, n, p), a))
+    return (lo, hi)
+
+
+def exact_difference_interval(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.95,
+                              widen: float = 1.0) -> Interval:
+    """Interval for p1 − p2 from the two Clopper–Pearson intervals, combined by MOVER
+    (Newcombe's square-and-add): L = d − √((p1−l1)² + (u2−p2)²), U = d + √((u1−p1)² + (p2−l2)²).
+
+    ``widen`` scales both distances (an overdispersion factor, ≥ 1). The exact limits keep
+    each side's error at or below α/2 at small counts, where the Wilson limits of
+    :func:`newcombe_interval` do not (docs/statistics.md, "Error rate").
+    """
+    if widen < 1.0:
+        raise ValueError(f"widen must be ≥ 1, got {widen}")
+    p1 = k1 / n1 if n1 > 0 else 0.0
+    p2 = k2 / n2 if n2 > 0 else 0.0
+    l1, u1 = clopper_pearson_interval(k1, n1, confidence)
+    l2, u2 = clopper_pearson_interval(k2, n2, confidence)
+    d = p1 - p2
+    return (max(-1.0, d - widen * math.hypot(p1 - l1, u2 - p2)),
+            min(1.0, d + widen * math.hypot(u1 - p1, p2 - l2)))
+
+
+def dispersion(counts: Sequence[tuple[int, int]]) -> tuple[float, int]:
+    """Pearson's quasi-binomial dispersion of groups' (failed, issued) counts, and its degrees
+    of freedom: φ̂ = Σ (kᵢ − nᵢp̂)² / (nᵢp̂(1 − p̂)) / (G − 1), p̂ pooled.
+
+    1 means the groups differ as much as binomial noise predicts; more, that the rate itself
+    moves between them. (1.0, 0) with fewer than two groups or a pooled rate of 0 or 1
+    (every group alike).
+    """
+    groups = [(k, n) for k, n in counts if n > 0]
+    if len(groups) < 2:
+        return 1.0, 0
+    p = sum(k for k, _ in groups) / sum(n for _, n in groups)
+    if p <= 0.0 or p >= 1.0:
+        return 1.0, len(groups) - 1
+    x2 = math.fsum((k - n * p) ** 2 / (n * p * (1.0 - p)) for k, n in groups)
+    return x2 / (len(groups) - 1), len(groups) - 1

@@ -12,6 +12,12 @@ chance to cross at look k is exactly α(t_k) − α(t_{k−1}) (Lan & DeMets 198
 with Z_k = S_k / √t_k and S a Brownian motion in information. Solved look by look by
 numerical integration of S's density over the region not yet stopped (Armitage, McPherson
 & Rowe 1969; Jennison & Turnbull 2000, ch. 19). ``docs/statistics.md`` ("A/B mode").
+
+With the variance estimated at each look the statistic is a t with the look's degrees of
+freedom, not a Z, and a t held to each look's normal-theory level (the significance-level
+approach) errs above α at few degrees of freedom. ``t_boundaries`` solves the same equation
+for the paired t statistics themselves, T_n = √n d̄_n / s_n of normal rounds (simulated
+from a fixed seed: every job gets the same boundaries).
 """
 
 from __future__ import annotations
@@ -24,12 +30,17 @@ from typing import Literal
 
 import numpy as np
 
+from pytest_goodput.stats.student import t_cdf, t_ppf
+
 Spending = Literal["obf", "pocock"]
 SPENDING: tuple[Spending, ...] = ("obf", "pocock")
 _N = NormalDist()
 _GRID = 401  # points of the density grid per look (odd: Simpson's rule)
+_PATHS = 400_000  # simulated paths of the t boundaries (the error spent is exact to ~±0.02 α)
+_MIN_CROSS = 40  # fewer crossings than this at a look: that look's own t quantile (conservative)
+_SEED = 20261201
 
-__all__ = ["SPENDING", "Spending", "boundaries", "nominal_levels", "spent"]
+__all__ = ["SPENDING", "Spending", "boundaries", "nominal_levels", "spent", "t_boundaries", "t_levels"]
 
 
 def spent(kind: Spending, alpha: float, t: float) -> float:
@@ -125,3 +136,54 @@ def nominal_levels(fractions: Sequence[float], alpha: float, kind: Spending) -> 
     """Each look's nominal one-sided level 1 − Φ(c_k): what a t test with the look's own
     degrees of freedom is held to (the significance-level approach to unknown variance)."""
     return [1.0 - _N.cdf(c) if math.isfinite(c) else 0.0 for c in boundaries(fractions, alpha, kind)]
+
+
+@lru_cache(maxsize=64)
+def _t_bounds(looks: tuple[int, ...], total: int, alpha: float, kind: Spending) -> tuple[float, ...]:
+    paths = max(50_000, min(_PATHS, 20_000_000 // looks[-1]))
+    rng = np.random.default_rng(_SEED)
+    s, q = np.zeros(paths), np.zeros(paths)
+    alive = np.ones(paths, dtype=bool)
+    out: list[float] = []
+    spent_prev, made = 0.0, 0
+    for n in looks:
+        for _ in range(n - made):
+            x = rng.standard_normal(paths)
+            s += x
+            q += x * x
+        made = n
+        target = spent(kind, alpha, n / total) - spent_prev
+        spent_prev += target
+        t = s / math.sqrt(n) / np.sqrt(np.maximum(q - s * s / n, 1e-300) / (n - 1))
+        crossings = int(round(target * paths))
+        if not out or crossings < _MIN_CROSS:
+            # The first look has no earlier looks to condition on: the exact t quantile. A
+            # look spending too little to simulate is held to it alone, which can only err less.
+            c = t_ppf(1.0 - target, n - 1) if target > 0 else math.inf
+        else:
+            ts = np.sort(t[alive])
+            k = min(crossings, ts.size - 1)
+            c = float(0.5 * (ts[-k] + ts[-k - 1]))  # k alive paths at or above c
+        out.append(c)
+        alive &= t < c
+    return tuple(out)
+
+
+def t_boundaries(looks: Sequence[int], total: int, alpha: float, kind: Spending) -> list[float]:
+    """Upper boundaries c_1 … c_K of paired t statistics T_n = √n d̄_n / s_n with n − 1 degrees
+    of freedom at ``looks`` (rounds n, increasing, from 2, the last ≤ ``total``), one-sided
+    ``alpha`` spent by ``kind`` at information n / ``total``: under d_r iid normal with mean 0,
+    P(T_{n_1} < c_1, …, T_{n_{k−1}} < c_{k−1}, T_{n_k} ≥ c_k) = α(t_k) − α(t_{k−1}), the
+    other side non-binding. Solved on simulated paths (fixed seed), each c_k the empirical
+    quantile of T_{n_k} over the paths not yet stopped; the first look's is exact."""
+    ns = tuple(int(n) for n in looks)
+    if not ns or ns[0] < 2 or ns[-1] > total or any(b <= a for a, b in zip(ns, ns[1:])):
+        raise ValueError(f"looks must be increasing round counts from 2 to {total}, got {list(ns)}")
+    return list(_t_bounds(ns, int(total), float(alpha), kind))
+
+
+def t_levels(looks: Sequence[int], total: int, alpha: float, kind: Spending) -> list[float]:
+    """Each look's one-sided level P(T_{n−1} ≥ c_k) under ``t_boundaries``: the level at which a
+    t test with the look's degrees of freedom has exactly the boundary as its critical value."""
+    return [1.0 - t_cdf(c, n - 1) if math.isfinite(c) else 0.0
+            for n, c in zip(looks, t_boundaries(looks, total, alpha, kind))]

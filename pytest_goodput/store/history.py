@@ -117,7 +117,7 @@ def append(path: Path, entry: HistoryEntry, *, keep: int = DEFAULT_KEEP) -> int:
     Raises :class:`~pytest_goodput.store.files.WriteError` when it cannot write.
     """
     keep = max(int(keep), 1)
-    line = entry.model_dump_json() + "\n"
+    line = _line(entry)
     with locked(path):
         try:
             data = _read_bytes(path) or b""
@@ -128,8 +128,14 @@ def append(path: Path, entry: HistoryEntry, *, keep: int = DEFAULT_KEEP) -> int:
             _append_line(path, line, needs_newline=bool(data) and not data.endswith(b"\n"))
             return len(lines) + 1
         kept = read(path, entry.nodeid).entries[-(keep - 1):] if keep > 1 else []
-        write_atomic(path, "".join(e.model_dump_json() + "\n" for e in kept) + line)
+        write_atomic(path, "".join(_line(e) for e in kept) + line)
         return len(kept) + 1
+
+
+def _line(entry: HistoryEntry) -> str:
+    """One JSON line; no ``verdicts`` key when there are none, so the line stays readable by
+    versions that predate it."""
+    return entry.model_dump_json(exclude=None if entry.verdicts else {"verdicts"}) + "\n"
 
 
 def _append_line(path: Path, line: str, *, needs_newline: bool) -> None:
@@ -187,10 +193,12 @@ def record(
     env: Fingerprint,
     *,
     tolerances: Mapping[str, float],
+    verdicts: Optional[Mapping[str, str]] = None,
     keep: int = DEFAULT_KEEP,
     environ: Optional[Mapping[str, str]] = None,
 ) -> Path:
-    """Append one recorded run (the median of its sessions) to the test's history file."""
+    """Append one recorded run (the median of its sessions) to the test's history file, with
+    each gated metric's verdict against the baseline it replaced (what acceptance is made of)."""
     entry = HistoryEntry(
         nodeid=nodeid,
         recorded_at=now_iso(),
@@ -200,6 +208,7 @@ def record(
         metrics=session_medians(summaries),
         gated=list(tolerances),
         tolerances=dict(tolerances),
+        verdicts=dict(verdicts or {}),
     )
     path = path_for(directory, nodeid)
     append(path, entry, keep=keep)
