@@ -12,6 +12,7 @@ fails), the arm's power (the build fails; the arm's own metric regressed), round
 Clopper–Pearson intervals.
 
     python bench/ab_stopping.py --trials 800 --power-trials 250 --rounds-file ab-rounds.json
+    python bench/ab_stopping.py --failures --failure-trials 40 --normal-only
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import json
 import math
 import multiprocessing as mp
 import os
+import random
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +36,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gate_drift import DRIFT_ARMS, DRIFT_METRIC, _arms, ab_runner, ab_spec, clopper_pearson  # noqa: E402
 from gate_quality import GATED  # noqa: E402
 
-from pytest_goodput.judge.ab import RULES, StoppingRule, analyse  # noqa: E402
+from pytest_goodput.judge.ab import DEFAULT_RULE, RULES, StoppingRule, analyse  # noqa: E402
+from pytest_goodput.judge.values import metric_value  # noqa: E402
 from pytest_goodput.judge.verdicts import MetricDef  # noqa: E402
 from pytest_goodput.run.ab import ab_metrics, run_ab  # noqa: E402
 from pytest_goodput.schema.ab import ABRound  # noqa: E402
+from pytest_goodput.schema.results import Samples  # noqa: E402
 
 UNDECIDED = ("inconclusive", "underpowered")
 
@@ -173,6 +178,55 @@ def normal_cases(args: argparse.Namespace) -> None:
                   + f"{used / n:>12.2f}")
 
 
+def _samples(rng: random.Random, n: int, failed: int, slow: float) -> Samples:
+    """``n`` requests, the last ``failed`` timed out; TTFT and TPOT lognormal × ``slow``."""
+    ttft = [slow * 40.0 * math.exp(rng.gauss(0.0, 0.3)) for _ in range(n)]
+    tpot = [slow * 8.0 * math.exp(rng.gauss(0.0, 0.2)) for _ in range(n)]
+    ok = [i < n - failed for i in range(n)]
+    return Samples(window_s=20.0, ok=ok, ttft_ms=[t if o else None for t, o in zip(ttft, ok)],
+                   tpot_ms=[t if o else None for t, o in zip(tpot, ok)],
+                   e2e_ms=[t if o else None for t, o in zip(ttft, ok)],
+                   output_tokens=[64 if o else 0 for o in ok], prompt_tokens=[128] * n)
+
+
+def failure_cases(args: argparse.Namespace) -> None:
+    """Issue 31's A/B failure cases (P99s reached by timeouts), from per-request samples, and
+    A/A with each side's P99 +inf in a fraction q of its runs; 4 to 12 rounds."""
+    defs = [MetricDef.of("metrics.ttft_ms.p99"), MetricDef.of("metrics.tpot_ms.p99")]
+    paths = [d.path for d in defs]
+    print(f"\n-- failures at P99, {args.failure_trials} jobs per row, rounds 4-12 --")
+    for name, head_failed, base_failed, slow in (
+            ("30% slower, 3/200 vs 2/200 timeouts", [3] * 12, 2, 1.3),
+            ("+inf in half the head's rounds", [3, 0] * 6, 0, 1.0)):
+        out = []
+        for t in range(args.failure_trials):
+            rng = random.Random(t)
+            rounds = [ABRound(index=r + 1, order="base-head",
+                              base={p: metric_value(_samples(rng, 200, base_failed, 1.0), p) for p in paths},
+                              head={p: metric_value(_samples(rng, 200, head_failed[r], slow), p) for p in paths})
+                      for r in range(12)]
+            out.append(replay(rounds, defs, DEFAULT_RULE, 4, 12, t))
+        print(f"  {name:<38} jobs passing {sum(not r['fails'] for r in out)}/{len(out)}, strict "
+              f"{sum(not r['fails'] and not r['undecided'] for r in out)}/{len(out)}; "
+              + "; ".join(f"{p.split('.')[1]} " + ", ".join(f"{v} {c}" for v, c in sorted(
+                  Counter(r["verdicts"][p] for r in out).items())) for p in paths)
+              + f"; rounds mean {np.mean([r['rounds'] for r in out]):.1f}")
+    d = defs[0]
+    for q in (0.05, 0.2, 0.5):
+        rng = random.Random(1)
+        vs: Counter[str] = Counter()
+        for t in range(args.failure_trials):
+            rounds = []
+            for r in range(12):
+                b = 50 * math.exp(rng.gauss(0, 0.05))
+                h = b * math.exp(rng.gauss(0, 0.05))
+                rounds.append(ABRound(index=r + 1, order="base-head",
+                                      base={d.path: math.inf if rng.random() < q else b},
+                                      head={d.path: math.inf if rng.random() < q else h}))
+            vs[replay(rounds, [d], DEFAULT_RULE, 4, 12, t)["verdicts"][d.path]] += 1
+        print(f"  A/A, P99 +inf in {q:.0%} of each side's runs: " + ", ".join(f"{v} {c}" for v, c in sorted(vs.items())))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trials", type=int, default=800)
@@ -186,7 +240,9 @@ def main() -> None:
     p.add_argument("--normal", default="", help="also judge normal rounds: comma-separated "
                    "TRUE_CHANGE:ROUND_SD, e.g. 0.05:0.03,0:0.08")
     p.add_argument("--normal-trials", type=int, default=2000)
-    p.add_argument("--normal-only", action="store_true", help="only the normal rounds")
+    p.add_argument("--normal-only", action="store_true", help="only the normal rounds (and --failures)")
+    p.add_argument("--failures", action="store_true", help="also judge rounds whose P99s failures reach")
+    p.add_argument("--failure-trials", type=int, default=40)
     p.add_argument("--requests", type=int, default=200)
     p.add_argument("--rate", type=float, default=8.0)
     p.add_argument("--isl", type=int, default=128)
@@ -206,6 +262,8 @@ def main() -> None:
     t0 = time.perf_counter()
     if args.normal:
         normal_cases(args)
+    if args.failures:
+        failure_cases(args)
     if args.normal_only:
         return
     data = recorded(args)

@@ -133,7 +133,7 @@ failures = st.sets(st.tuples(st.integers(0, 11), st.sampled_from(PATHS)), max_si
 factors = st.fixed_dictionaries({p: st.floats(1.0, 1.5) for p in PATHS})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(ab_rounds(), factors, failures)
 def test_a_strictly_worse_head_never_turns_a_failing_verdict_into_a_pass(
         rounds: list[ABRound], factor: dict[str, float], failed: set[tuple[int, str]]) -> None:
@@ -146,7 +146,7 @@ def test_a_strictly_worse_head_never_turns_a_failing_verdict_into_a_pass(
             assert fails(analyse(new, DEFS, min_rounds=4, max_rounds=12)[0], strict), strict
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(ab_rounds(), failures)
 def test_adding_failures_to_the_head_never_improves_any_verdict(
         rounds: list[ABRound], failed: set[tuple[int, str]]) -> None:

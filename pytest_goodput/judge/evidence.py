@@ -23,10 +23,20 @@ def samples_of(runs: list[RunResult]) -> list[Samples]:
     return [Samples.from_records(r.requests, r.samples_window_s(), r.prompt_set) for r in runs]
 
 
-def from_measurement(m: Measurement, env: Optional[Fingerprint] = None) -> Evidence:
-    """A fresh measurement: one session of runs, its frontier or capacity, its headline numbers."""
+def _cpu(env: Optional[Fingerprint]) -> Optional[str]:
+    return env.provenance.get("client_cpu") if env is not None else None
+
+
+def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
+                     at: Optional[str] = None) -> Evidence:
+    """A fresh measurement: one session of runs, its frontier or capacity, its headline numbers.
+
+    ``at``: when it was measured (ISO 8601), so the judge can tell whether it shares a
+    sitting with the baseline's sessions.
+    """
     frontier = m.frontier or {}
     return Evidence(
+        recorded_at=[at], client_cpus=[_cpu(env)],
         spec=m.spec, spec_hash=m.spec.identity_hash(), history=[samples_of(m.runs)], env=env,
         summary=measurement_metrics(m), results=list(m.runs),
         frontier=frontier.get("current") if m.frontier is not None else None,
@@ -51,6 +61,8 @@ def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evi
     """
     latest = doc.latest if doc.runs else None
     return Evidence(
+        recorded_at=[run.recorded_at for run in doc.runs],
+        client_cpus=[_cpu(run.environment) for run in doc.runs],
         spec=spec if spec is not None else ScenarioSpec.model_validate(doc.spec),
         spec_hash=doc.spec_hash,
         history=[list(run.samples) for run in doc.runs],

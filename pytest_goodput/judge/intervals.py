@@ -36,12 +36,15 @@ def _counts(s: Samples) -> tuple[int, int]:
 
 def unpaired_interval(kind: Kind, pct: Optional[float], path: str, direction: str, cur: Samples,
                       base: Samples, c_val: float, b_val: float, conf: float,
-                      seed: int) -> tuple[float, float, str]:
+                      seed: int, fail: tuple[float, float] = (math.inf, math.inf)
+                      ) -> tuple[float, float, str]:
     """Interval of the contrast from request-level noise only, runs pooled per side.
 
     Scale: relative difference for proportions, log-ratio for everything else. ``c_val``
     is the metric on the pooled current runs; ``b_val`` the baseline value the contrast
-    is centred on.
+    is centred on. ``fail``: what a failed request counts as in a percentile (baseline,
+    current): the gate's stand-ins rank failures at the top with a finite value, so a few
+    failures do not leave a bound unbounded.
     """
     if path == "error_rate":
         lo, hi = stats.newcombe_interval(*failures(cur), *failures(base), conf)
@@ -52,8 +55,8 @@ def unpaired_interval(kind: Kind, pct: Optional[float], path: str, direction: st
         lo, hi = stats.newcombe_interval(kc, nc, kb, nb, conf)
         return lo / b_val, hi / b_val, "newcombe"
     if kind == "percentile":
-        xc = latency_column(cur, path, failures_as_inf=True)
-        xb = latency_column(base, path, failures_as_inf=True)
+        xc = latency_column(cur, path, failures_as_inf=True, failure_value=fail[1])
+        xb = latency_column(base, path, failures_as_inf=True, failure_value=fail[0])
         assert pct is not None
         qc = stats.quantile_interval(xc, min(pct, 99.999), conf)
         qb = stats.quantile_interval(xb, min(pct, 99.999), conf)
@@ -92,7 +95,7 @@ def unpaired_interval(kind: Kind, pct: Optional[float], path: str, direction: st
 
 
 def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
-                 idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 idx: np.ndarray, fail_value: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """One run's (numerator, denominator) of the metric on every index resample."""
     ok = np.asarray(s.ok, dtype=bool)
     if path == "error_rate":
@@ -104,9 +107,9 @@ def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
         x = rate_column(s, path)
         assert x is not None
         return x[idx].sum(axis=-1), np.full(idx.shape[0], s.window_s)
-    # A failure is +∞ in a percentile and absent from a mean; a success without a value
-    # (no TPOT for a one-token answer) is absent from both.
-    fail = math.inf if kind == "percentile" else math.nan
+    # A failure is +∞ (or the gate's finite stand-in) in a percentile and absent from a
+    # mean; a success without a value (no TPOT for a one-token answer) is absent from both.
+    fail = fail_value if kind == "percentile" else math.nan
     col = np.asarray([(v if finite(v) else math.nan) if o else fail
                       for v, o in zip(getattr(s, path.split(".")[1]), s.ok)], dtype=float)[idx]
     if kind == "mean":
@@ -117,9 +120,9 @@ def _paired_rows(kind: Kind, pct: Optional[float], path: str, s: Samples,
 
 
 def _paired_group(kind: Kind, pct: Optional[float], path: str, runs: Sequence[Samples],
-                  idx: np.ndarray) -> np.ndarray:
+                  idx: np.ndarray, fail_value: float = math.inf) -> np.ndarray:
     """The group's value per resample: pooled for sums and counts, geometric mean otherwise."""
-    rows = [_paired_rows(kind, pct, path, s, idx) for s in runs]
+    rows = [_paired_rows(kind, pct, path, s, idx, fail_value) for s in runs]
     if kind in ("proportion", "rate"):
         return sum(r[0] for r in rows) / sum(r[1] for r in rows)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -128,21 +131,25 @@ def _paired_group(kind: Kind, pct: Optional[float], path: str, runs: Sequence[Sa
 
 def paired_half_widths(kind: Kind, pct: Optional[float], path: str, base_runs: Sequence[Samples],
                        cur_runs: Sequence[Samples], d: float, b_val: float, conf: float,
-                       seed: int, block: Optional[int] = None) -> Optional[tuple[float, float]]:
+                       seed: int, block: Optional[int] = None,
+                       fail: tuple[float, float] = (math.inf, math.inf)
+                       ) -> Optional[tuple[float, float]]:
     """Half-widths (below, above d) of the contrast from a paired bootstrap over request indices.
 
     One index resample is applied to every run, so what request i costs in the workload
     cancels between the sides; what is left is how differently the runs served it. Indices
     are drawn in blocks of consecutive requests (``stats.default_block``): neighbours in the
     schedule share the engine's batches and queue.
-    None when a resample has no value (e.g. no successful request drawn).
+    None when a resample has no value (e.g. no successful request drawn). ``fail``: what a
+    failed request counts as in a percentile (baseline, current), as in
+    :func:`unpaired_interval`.
     """
     parts = []
     n = len(base_runs[0].ok)
     block = stats.default_block(n) if block is None else block
     for idx in stats.paired_index_chunks(n, BOOTSTRAP_RESAMPLES, seed, block=block):
-        b = _paired_group(kind, pct, path, base_runs, idx)
-        c = _paired_group(kind, pct, path, cur_runs, idx)
+        b = _paired_group(kind, pct, path, base_runs, idx, fail[0])
+        c = _paired_group(kind, pct, path, cur_runs, idx, fail[1])
         with np.errstate(divide="ignore", invalid="ignore"):
             if path == "error_rate":
                 parts.append(c - b)

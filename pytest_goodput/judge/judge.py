@@ -15,6 +15,7 @@ from pytest_goodput.judge.capacity import capacity_comparison
 from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
+from pytest_goodput.judge.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.verdicts import MetricDef, compare
 from pytest_goodput.judge.workload import check_workload
@@ -122,8 +123,13 @@ def judge(
         )
     # Same spec hash means same seed: request i is the same request in every run, so the
     # comparison can pair them (it falls back to unpaired intervals when counts differ).
+    # A committed baseline is judged on other days and machines: outside its sitting, the
+    # verdicts add the between-sitting spread its back-to-back sessions could not show.
+    sit = sittings(baseline.recorded_at, baseline.client_cpus,
+                   current.recorded_at[-1] if current.recorded_at else None,
+                   current.client_cpus[-1] if current.client_cpus else None)
     comparisons = compare(baseline.history, current.samples, metric_defs(spec, policy.tolerance),
-                          seed=seed, paired=True)
+                          seed=seed, paired=True, sittings=sit)
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = {**frontier, "baseline": baseline.frontier, "comparison": frontier_cmp}

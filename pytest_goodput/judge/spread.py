@@ -19,17 +19,29 @@ decides, and says so.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Optional
 
 import numpy as np
 
 from pytest_goodput import stats
+from pytest_goodput.judge.sittings import Sittings
 from pytest_goodput.judge.values import Sessions, group_value
 from pytest_goodput.schema import registry
 
 #: Weight of the prior, in pseudo-sessions (degrees of freedom).
 PRIOR_RUNS = 3.0
+#: Weight of the between-sitting prior (``registry.DAY_CV``), in pseudo-sittings.
+PRIOR_SITTINGS = 6.0
+
+
+@dataclass(frozen=True)
+class DayTerm:
+    """The between-sitting part of Var(d) on the analysis scale, and its degrees of freedom."""
+
+    var: float
+    df: float
 
 Scale = str  # "log" | "relative" | "absolute"
 
@@ -57,11 +69,17 @@ def fmt_on_scale(scale: Scale, x: float) -> str:
     return f"{x * 100:.2f} pp" if scale == "absolute" else f"{x:.1%}"
 
 
-def session_spread(path: str, sessions: Sessions, centre: float) -> tuple[Optional[float], int, str]:
+def session_spread(path: str, sessions: Sessions, centre: float,
+                   failure_value: float = math.inf) -> tuple[Optional[float], int, str]:
     """(s, ν, note): the measured SD of the baseline's session values on the analysis scale
-    (None with fewer than two sessions), its degrees of freedom, and a note."""
+    (None with fewer than two sessions), its degrees of freedom, and a note.
+
+    ``failure_value``: the stand-in for a failed request in a percentile, so a session whose
+    failures reach it is part of the spread (at its slowest rank), not left out of it.
+    """
     scale = scale_of(path)
-    ys = [y for y in (on_scale(scale, group_value(s, path), centre) for s in sessions) if y is not None]
+    ys = [y for y in (on_scale(scale, group_value(s, path, failure_value), centre)
+                      for s in sessions) if y is not None]
     if len(ys) < 2:
         return None, 0, (f"{len(ys)} baseline session: run-to-run spread unknown, assumed "
                          f"{fmt_on_scale(scale, registry.metric(path).run_cv)} of machine noise")
@@ -69,9 +87,40 @@ def session_spread(path: str, sessions: Sessions, centre: float) -> tuple[Option
     return s, len(ys) - 1, f"run-to-run spread {fmt_on_scale(scale, s)} across {len(ys)} baseline sessions"
 
 
+def day_term(path: str, sit: Optional[Sittings]) -> tuple[Optional[DayTerm], str]:
+    """The between-sitting term of a run judged outside its baseline's only sitting, and a note.
+
+    Sessions recorded in one sitting share its level, so their spread cannot show how far
+    the level moves to another day or machine; the run judged there is one draw of that and
+    the baseline's sitting another: Var = σ_day² · (1 + 1/D) with D = 1, σ_day the registry's
+    prior worth ``PRIOR_SITTINGS`` sittings. Sessions from two or more sittings measure the
+    between-sitting spread themselves (their spread holds it), and a run in a sitting of the
+    baseline is judged by that sitting's spread alone.
+    """
+    if sit is None or not sit.current_new or sit.count > 1:
+        return None, ""
+    cv = registry.metric(path).day_cv
+    if cv <= 0:
+        return None, ""
+    note = (f"the baseline's sessions share one sitting and this run is not in it: a "
+            f"between-sitting spread of {fmt_on_scale(scale_of(path), cv)} is assumed (sessions "
+            f"recorded on separate days or machines measure it)")
+    return DayTerm(cv**2 * (1.0 + 1.0 / sit.count), PRIOR_SITTINGS), note
+
+
 def _variance(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
-              prior_runs: float) -> tuple[float, float]:
-    """(variance of d, its degrees of freedom) on one side (see the module docstring)."""
+              prior_runs: float, day: Optional[DayTerm] = None) -> tuple[float, float]:
+    """(variance of d, its degrees of freedom) on one side (see the module docstring); a
+    between-sitting term adds its variance, the degrees of freedom by Welch–Satterthwaite."""
+    var, df = _within_sitting(within_sd, machine_sd, s, nu, sessions, prior_runs)
+    if day is None or day.var <= 0 or not math.isfinite(var):
+        return var, df
+    total = var + day.var
+    return total, total**2 / (var**2 / df + day.var**2 / day.df)
+
+
+def _within_sitting(within_sd: float, machine_sd: float, s: Optional[float], nu: int,
+                    sessions: int, prior_runs: float) -> tuple[float, float]:
     k = 1.0 + 1.0 / max(sessions, 1)
     prior = machine_sd**2 * k + within_sd**2
     if s is None:
@@ -85,20 +134,21 @@ def _variance(within_sd: float, machine_sd: float, s: Optional[float], nu: int, 
 
 
 def half_width(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
-               confidence: float, prior_runs: float = PRIOR_RUNS) -> float:
+               confidence: float, prior_runs: float = PRIOR_RUNS,
+               day: Optional[DayTerm] = None) -> float:
     """Half-width of the prediction interval of d on one side (see the module docstring).
 
     ``within_sd``: the request-level SD of d on that side (the within-run interval over its
     normal quantile); ``machine_sd``: the registry's prior machine spread of one session.
     """
-    var, df = _variance(within_sd, machine_sd, s, nu, sessions, prior_runs)
+    var, df = _variance(within_sd, machine_sd, s, nu, sessions, prior_runs, day)
     return stats.t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(var)
 
 
 def spread_df(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
-              prior_runs: float = PRIOR_RUNS) -> float:
+              prior_runs: float = PRIOR_RUNS, day: Optional[DayTerm] = None) -> float:
     """Degrees of freedom of the variance behind :func:`half_width` (those of its t)."""
-    return _variance(within_sd, machine_sd, s, nu, sessions, prior_runs)[1]
+    return _variance(within_sd, machine_sd, s, nu, sessions, prior_runs, day)[1]
 
 
 def chi2_ppf(q: float, df: float) -> float:

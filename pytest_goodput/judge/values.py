@@ -53,27 +53,42 @@ def rate_column(s: Samples, path: str) -> Optional[np.ndarray]:
     return np.where(mask, x, 0.0)
 
 
-def latency_column(s: Samples, path: str, *, failures_as_inf: bool) -> np.ndarray:
+def latency_column(s: Samples, path: str, *, failures_as_inf: bool,
+                   failure_value: float = math.inf) -> np.ndarray:
     """The latency column a ``metrics.<column>.<stat>`` path names, sorted.
 
     Successful requests with a value (a one-token answer has no TPOT) and, when
-    ``failures_as_inf``, one +∞ per failed request. Empty when the samples lack the column
-    (TTFO and reasoning tokens in baselines recorded before they were kept).
+    ``failures_as_inf``, one ``failure_value`` (+∞ unless a stand-in is given) per failed
+    request. Empty when the samples lack the column (TTFO and reasoning tokens in baselines
+    recorded before they were kept).
     """
     col = getattr(s, path.split(".")[1])
     if col is None:
         return np.empty(0, dtype=float)
     vals = [v for v, ok in zip(col, s.ok) if ok and finite(v)]
     if failures_as_inf:
-        vals += [math.inf] * failures(s)[0]
+        vals += [failure_value] * failures(s)[0]
     return np.sort(np.asarray(vals, dtype=float))
 
 
-def metric_value(samples: Samples, path: str) -> Optional[float]:
+def slowest_success(runs: Sequence[Samples], path: str) -> Optional[float]:
+    """The slowest successful value of a latency column over ``runs`` (None without one).
+
+    Where the statistics need a finite value for a failed request, it stands in for the
+    failure: a request that failed delivered nothing at least until then, so it ranks at the
+    top, tied with the slowest success — never below a success, never dropped.
+    """
+    top = [float(xs[-1]) for xs in (latency_column(r, path, failures_as_inf=False) for r in runs)
+           if xs.size]
+    return max(top) if top else None
+
+
+def metric_value(samples: Samples, path: str, failure_value: float = math.inf) -> Optional[float]:
     """Recompute a metric from raw samples.
 
     Percentiles are nearest-rank with failures as +∞ (so the value is +∞ once failures
-    reach the percentile); means are over successful requests; rates divide by the window
+    reach the percentile), or as ``failure_value`` when the judge gives a stand-in; means
+    are over successful requests; rates divide by the window
     (0.0 for an empty window); the error rate is failed / issued. None when the metric is
     undefined (no requests, no goodput column, no value).
     """
@@ -90,7 +105,8 @@ def metric_value(samples: Samples, path: str) -> Optional[float]:
         if x is None or not finite(samples.window_s):
             return None
         return float(x.sum()) / samples.window_s if samples.window_s > 0 else 0.0
-    xs = latency_column(samples, path, failures_as_inf=info.kind == "percentile")
+    xs = latency_column(samples, path, failures_as_inf=info.kind == "percentile",
+                        failure_value=failure_value)
     if xs.size == 0:
         return None
     if info.kind == "mean":
@@ -136,24 +152,28 @@ def _geomean(values: Sequence[Optional[float]]) -> Optional[float]:
     return math.exp(math.fsum(math.log(v) for v in values if v is not None) / len(values))
 
 
-def group_value(runs: Sequence[Samples], path: str) -> Optional[float]:
+def group_value(runs: Sequence[Samples], path: str,
+                failure_value: float = math.inf) -> Optional[float]:
     """One session's (or one group's) value: counts and rates pooled; percentiles and means
     as the geometric mean of the per-run values (a percentile of pooled runs is a mixture's
-    tail, dominated by the slowest run)."""
+    tail, dominated by the slowest run). ``failure_value``: see :func:`metric_value`."""
     kind = registry.metric(path).kind
     if kind in ("proportion", "rate"):
         p = pooled(runs)
         return metric_value(p, path) if p is not None else None
-    return _geomean([metric_value(r, path) for r in runs])
+    return _geomean([metric_value(r, path, failure_value) for r in runs])
 
 
-def baseline_value(sessions: Sessions, path: str) -> Optional[float]:
+def baseline_value(sessions: Sessions, path: str,
+                   failure_value: float = math.inf) -> Optional[float]:
     """The baseline's centre: counts and rates pooled over every run; percentiles and means
-    as the geometric mean of the session values."""
+    as the geometric mean of the session values. The gate passes a finite
+    ``failure_value`` (:func:`slowest_success`), so one session whose failures reach the
+    percentile weighs as its slowest rank instead of making the centre +∞."""
     kind = registry.metric(path).kind
     if kind in ("proportion", "rate"):
         return group_value([r for s in sessions for r in s], path)
-    return _geomean([group_value(s, path) for s in sessions])
+    return _geomean([group_value(s, path, failure_value) for s in sessions])
 
 
 #: Runs of one schedule that measured different numbers of requests (bounded by duration) are

@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Optional, Sequence
 
 from pytest_goodput.judge.error_rate import error_rate_comparison
+from pytest_goodput.judge.failures import failure_floor, stand_ins
 from pytest_goodput.judge.intervals import Kind, paired_half_widths, unpaired_interval
+from pytest_goodput.judge.sittings import Sittings
 from pytest_goodput.judge.spread import (
     PRIOR_RUNS,
+    DayTerm,
+    day_term,
     fmt_on_scale,
     half_width,
     power_bound,
@@ -53,6 +57,7 @@ POWER_ALPHA = 0.05
 #: Most baseline sessions a suggestion to record more will name.
 MAX_SUGGESTED_SESSIONS = 20
 _UNBOUNDED = 1e9
+NOT_MEASURED = "not measured in baseline nor current run"
 
 __all__ = ["CONFIDENCE", "DEFAULT_METRICS", "PRIOR_RUNS", "MetricDef", "compare", "compare_metric",
            "decide", "default_run_cv", "metric_value", "pairable"]
@@ -140,12 +145,12 @@ def _detectable(scale: str, direction: str, worse_half: float, tolerance: float)
 
 def _sessions_needed(within_sd: float, machine_sd: float, s: Optional[float], have: int,
                      scale: str, direction: str, tolerance: float, confidence: float,
-                     prior_runs: float) -> Optional[int]:
+                     prior_runs: float, day: Optional[DayTerm] = None) -> Optional[int]:
     """Baseline sessions that would bring the detectable change within the tolerance, at the
     spread measured so far; None when no number of sessions would (the current session's
     own spread remains)."""
     for n in range(have + 1, have + MAX_SUGGESTED_SESSIONS + 1):
-        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs)
+        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day)
         if _detectable(scale, direction, h, 0.0) < tolerance * 0.95:
             return n
     return None
@@ -163,13 +168,15 @@ def compare_metric(
     paired: bool = False,
     prior_runs: float = PRIOR_RUNS,
     power_alpha: float = POWER_ALPHA,
+    sittings: Optional[Sittings] = None,
 ) -> MetricComparison:
     """Judge one metric: the current session's runs (k ≥ 1) against the baseline's sessions.
 
     ``baseline``: runs grouped by recorded session (oldest first), or a flat list of runs,
     each then its own session. ``paired``: every run replays one schedule (same spec and
     seed), so request i is compared with request i (:func:`pairable` must hold; otherwise
-    the unpaired intervals).
+    the unpaired intervals). ``sittings``: how the sessions fall into sittings and whether
+    the current run is in one (None: it is, as when a bench records and judges in one go).
     """
     if defn.path == "error_rate":  # exact limits on pooled counts (judge/error_rate.py)
         return error_rate_comparison(defn, baseline, current_runs, decide, confidence=confidence,
@@ -181,16 +188,24 @@ def compare_metric(
     base_runs = [r for s in sessions for r in s]
     kind, pct = _kind(path)
     scale = scale_of(path)
-    b_val = baseline_value(sessions, path) if sessions else None
-    c_val = group_value(current_runs, path)
+    fail, reached = stand_ins(kind, path, sessions, current_runs)
+    if reached is not None and reached[1]:
+        if reached[0] == len(sessions):
+            return _result(defn, "pass", note="failures reach this percentile in every baseline "
+                                              "session and in the current run")
+        b_top = baseline_value(sessions, path, fail[0])
+        return _result(defn, "regressed", base=b_top if b_top is not None and math.isfinite(b_top) else None,
+                       note=f"failures (counted as +inf) reach this percentile in the current "
+                            f"run and in {reached[0]} of {len(sessions)} baseline session(s)")
+    b_val = baseline_value(sessions, path, fail[0]) if sessions else None
+    c_val = group_value(current_runs, path, fail[1])
     if b_val is None and c_val is None:
-        return _result(defn, "pass", note="not measured in baseline nor current run")
+        return _result(defn, "pass", note=NOT_MEASURED)
     if b_val is None:
         return _result(defn, "new", cur=c_val, note="no baseline value for this metric")
     if c_val is None:
         return _result(defn, "regressed", base=b_val, note="current run has no value: no successful requests")
-    if math.inf in (b_val, c_val):
-        # Failures reached the percentile: more than (100 − P) % of requests failed.
+    if math.inf in (b_val, c_val):  # no stand-in: failures only, not a single success
         if b_val == c_val:
             return _result(defn, "pass", note="failures reach this percentile in baseline and current runs")
         worse = c_val == math.inf
@@ -198,6 +213,21 @@ def compare_metric(
                        base=None if b_val == math.inf else b_val, cur=None if worse else c_val,
                        note=f"failures (counted as +inf) reach this percentile in the "
                             f"{'current' if worse else 'baseline'} run")
+    out = _judge_values(defn, sessions, base_runs, current_runs, b_val, c_val, kind, pct, scale,
+                        fail, seed=seed, confidence=confidence, run_cv=run_cv,
+                        significance=significance, paired=paired, prior_runs=prior_runs,
+                        power_alpha=power_alpha, sittings=sittings)
+    return failure_floor(out, reached, fail, len(sessions))
+
+
+def _judge_values(defn: MetricDef, sessions: Sessions, base_runs: list[Samples],
+                  current_runs: Sequence[Samples], b_val: float, c_val: float, kind: Kind,
+                  pct: Optional[float], scale: str, fail: tuple[float, float], *, seed: int,
+                  confidence: float, run_cv: Optional[float],
+                  significance: Literal["zero", "tolerance"], paired: bool, prior_runs: float,
+                  power_alpha: float, sittings: Optional[Sittings]) -> MetricComparison:
+    """The verdict on two finite values: the change, its within-run interval, the spread."""
+    path = defn.path
     if scale != "absolute" and b_val <= 0:
         if c_val == b_val:
             return _result(defn, "pass", base=b_val, cur=c_val, change=0.0, note="baseline is 0")
@@ -213,32 +243,35 @@ def compare_metric(
     halves, method = None, "paired bootstrap"
     if paired and pairable(base_runs, current_runs):
         halves = paired_half_widths(kind, pct, path, base_runs, current_runs, d, b_val,
-                                    confidence, seed)
+                                    confidence, seed, fail=fail)
     elif paired:
         halves, method = _prefix_half_widths(kind, pct, path, scale, base_runs, current_runs,
-                                             confidence, seed)
+                                             confidence, seed, fail)
     if halves is not None:
         a_lo, a_hi = halves
     else:
         base_s, cur_s = pooled(base_runs), pooled(current_runs)
         assert base_s is not None and cur_s is not None
         lo_w, hi_w, method = unpaired_interval(kind, pct, path, defn.direction, cur_s, base_s,
-                                               c_val, b_val, confidence, seed)
+                                               c_val, b_val, confidence, seed, fail)
         a_lo, a_hi = max(0.0, d - lo_w), max(0.0, hi_w - d)  # within-run half-widths
     z = z_of(confidence)
-    s, nu, note = session_spread(path, sessions, b_val)
+    s, nu, note = session_spread(path, sessions, b_val, fail[0])
+    day, day_note = day_term(path, sittings)
+    note = f"{note}; {day_note}" if day_note else note
     return rule(defn, base=b_val, cur=c_val, change=change, d=d, scale=scale,
                 within=(a_lo / z if math.isfinite(a_lo) else math.inf,
                         a_hi / z if math.isfinite(a_hi) else math.inf),
                 machine=registry.metric(path).run_cv if run_cv is None else run_cv,
                 spread=(s, nu), sessions=len(sessions), confidence=confidence,
                 prior_runs=prior_runs, significance=significance, method=method, note=note,
-                can_be_underpowered=path != "error_rate", power_alpha=power_alpha)
+                can_be_underpowered=path != "error_rate", power_alpha=power_alpha, day=day)
 
 
 def _prefix_half_widths(kind: Kind, pct: Optional[float], path: str, scale: str,
                         base_runs: Sequence[Samples], current_runs: Sequence[Samples],
-                        confidence: float, seed: int) -> tuple[Optional[tuple[float, float]], str]:
+                        confidence: float, seed: int, fail: tuple[float, float] = (math.inf, math.inf)
+                        ) -> tuple[Optional[tuple[float, float]], str]:
     """Paired half-widths from the requests every run measured (runs bounded by duration).
 
     The half-widths are taken around the cut runs' own contrast, then applied to the full
@@ -249,7 +282,7 @@ def _prefix_half_widths(kind: Kind, pct: Optional[float], path: str, scale: str,
     if cut is None:
         return None, "paired bootstrap"
     tb, tc = cut
-    bv, cv = group_value(tb, path), group_value(tc, path)
+    bv, cv = group_value(tb, path, fail[0]), group_value(tc, path, fail[1])
     if bv is None or cv is None or not (math.isfinite(bv) and math.isfinite(cv)):
         return None, "paired bootstrap"
     if scale == "absolute":
@@ -260,7 +293,7 @@ def _prefix_half_widths(kind: Kind, pct: Optional[float], path: str, scale: str,
         d = math.log(cv / bv) if bv > 0 and cv > 0 else math.nan
     if not math.isfinite(d):
         return None, "paired bootstrap"
-    halves = paired_half_widths(kind, pct, path, tb, tc, d, bv, confidence, seed)
+    halves = paired_half_widths(kind, pct, path, tb, tc, d, bv, confidence, seed, fail=fail)
     return halves, f"paired bootstrap (first {len(tb[0].ok)} requests)"
 
 
@@ -268,11 +301,13 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
          within: tuple[float, float], machine: float, spread: tuple[Optional[float], int],
          sessions: int, confidence: float = CONFIDENCE, prior_runs: float = PRIOR_RUNS,
          significance: Literal["zero", "tolerance"] = "zero", method: str = "", note: str = "",
-         can_be_underpowered: bool = True, power_alpha: float = POWER_ALPHA) -> MetricComparison:
+         can_be_underpowered: bool = True, power_alpha: float = POWER_ALPHA,
+         day: Optional[DayTerm] = None) -> MetricComparison:
     """The verdict on one change ``d`` (on its analysis scale) and the power behind it.
 
     ``within``: the request-level SD of d below and above it; ``spread``: the baseline's
-    measured session SD and its degrees of freedom (None, 0 with one session). Scalars,
+    measured session SD and its degrees of freedom (None, 0 with one session); ``day``: the
+    between-sitting term when the run is judged outside the baseline's sitting. Scalars,
     frontier points and capacities are all judged here, by one rule.
 
     *Underpowered* needs evidence: the smallest detectable change rests on a variance
@@ -281,8 +316,8 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     within its own sampling error is a note, not a verdict.
     """
     s, nu = spread
-    h_lo = half_width(within[0], machine, s, nu, sessions, confidence, prior_runs)
-    h_hi = half_width(within[1], machine, s, nu, sessions, confidence, prior_runs)
+    h_lo = half_width(within[0], machine, s, nu, sessions, confidence, prior_runs, day)
+    h_hi = half_width(within[1], machine, s, nu, sessions, confidence, prior_runs, day)
     lo, hi = d - h_lo, d + h_hi
     worse_half = h_hi if defn.direction == "lower" else h_lo
     within_worse = within[1] if defn.direction == "lower" else within[0]
@@ -291,7 +326,7 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
     detectable = _detectable(scale, defn.direction, worse_half, defn.tolerance)
-    df = spread_df(within_worse, machine, s, nu, sessions, prior_runs)
+    df = spread_df(within_worse, machine, s, nu, sessions, prior_runs, day)
     at_least = _detectable(scale, defn.direction, worse_half * power_bound(df, power_alpha), 0.0)
     if (verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered
             and at_least <= defn.tolerance):
@@ -302,10 +337,13 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     # called underpowered — the max_error_rate SLO is what holds it to a limit.
     if verdict in ("pass", "inconclusive") and at_least > defn.tolerance and can_be_underpowered:
         need = _sessions_needed(within_worse, machine, s, sessions, scale, defn.direction,
-                                defn.tolerance, confidence, prior_runs) if math.isfinite(within_worse) else None
+                                defn.tolerance, confidence, prior_runs, day) if math.isfinite(within_worse) else None
         fix = (f"record {need - sessions} more baseline session(s) ({need} in all)" if need
                else "more baseline sessions alone will not do: use more requests, A/B mode "
                     "(base and head in one job) or a larger tolerance")
+        if day is not None and not need:
+            fix += ("; or record baseline sessions in separate sittings (other days or "
+                    "machines), which measure the between-sitting spread instead of assuming it")
         note = (f"{note}; could only detect a worse change beyond {fmt_on_scale(scale, detectable)} "
                 f"(at least {fmt_on_scale(scale, at_least)} with {1 - power_alpha:.0%} confidence): {fix}")
         verdict = "underpowered"
@@ -347,7 +385,7 @@ def compare(
     out = []
     for i, defn in enumerate(defs):
         c = compare_metric(defn, sessions, current_runs, seed=seed + i, **options)  # type: ignore[arg-type]
-        if c.baseline is None and c.current is None:
+        if c.baseline is None and c.current is None and c.note == NOT_MEASURED:
             continue
         if rose and c.verdict == "improved" and registry.metric(defn.path).unit == "ms":
             c = c.model_copy(update={"verdict": "pass", "note": (

@@ -7,6 +7,7 @@ baselines in update mode, and writes the session's reports at the end.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Callable, NoReturn, Optional
 
@@ -15,9 +16,11 @@ import pytest
 from pytest_goodput.engines import engine as eng
 from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
-from pytest_goodput.judge.judge import Policy, fails
+from pytest_goodput.judge.evidence import from_baseline
+from pytest_goodput.judge.judge import Policy, fails, metric_defs
+from pytest_goodput.judge.recording import outlier_notes, recording_outliers
 from pytest_goodput.load import ray_runtime
-from pytest_goodput.plugin.settings import Settings
+from pytest_goodput.plugin.settings import OPTIONS, Settings
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
@@ -189,6 +192,8 @@ class GoodputSession:
         gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
                      location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
                      earlier=earlier or [], notes=notes or [])
+        if s.update and gated.written:
+            gated.outcome.notes += self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
         where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)
         gated.outcome, errors = history_step(
             gated.outcome, spec, [*(earlier or []), m], record=s.update, gate=s.history_gate,
@@ -201,6 +206,20 @@ class GoodputSession:
         if gated.outcome.error is None:
             self.measurements[nodeid] = m
         return gated.outcome
+
+    def _outlier_notes(self, nodeid: str, spec: ScenarioSpec, path: Path, recorded: int) -> list[str]:
+        """Sessions of the baseline just written that stand out from the others, named with
+        the command that records it again (the user decides; nothing is dropped)."""
+        try:
+            doc = store.load(path, nodeid)
+        except store.BaselineError:
+            return []
+        sessions = from_baseline(doc, spec).history
+        found = recording_outliers(sessions, metric_defs(spec, self.settings.tolerance))
+        if not found:
+            return []
+        return outlier_notes(found, min(recorded, len(sessions)),
+                             redact(record_again_command(nodeid, self.settings)))
 
     def judge_ab(self, nodeid: str, location: Optional[tuple[str, int]], measured: ABMeasured,
                  base: Engine, head: Engine, notes: Optional[list[str]] = None) -> TestOutcome:
@@ -251,6 +270,28 @@ class GoodputSession:
             if module in self.collected_modules and nodeid not in self.collected_nodeids:
                 unused.append(path)
         return unused
+
+
+#: Settings a command that records a baseline again leaves out: it sets the first two itself,
+#: and writes no report over the session's.
+_NOT_REPEATED = frozenset({"history", "sessions", "json_path", "report"})
+
+
+def record_again_command(nodeid: str, settings: Settings) -> str:
+    """The command that records ``nodeid``'s baseline afresh: the session's command-line
+    goodput settings (ini and environment apply again by themselves), as many sessions as
+    this run recorded, and a history of exactly those, so the fresh sessions replace the
+    kept ones."""
+    argv = ["pytest", nodeid, "--goodput-update-baseline"]
+    for opt in OPTIONS:
+        if opt.field in _NOT_REPEATED or settings.sources.get(opt.field) != opt.flag:
+            continue
+        value = getattr(settings, opt.field)
+        argv.append(opt.flag if opt.kind == "bool" else f"{opt.flag}={value}")
+    if settings.sources.get("baseline_dir") == "--goodput-baseline":
+        argv.append(f"--goodput-baseline={settings.baseline_dir}")
+    argv += [f"--goodput-sessions={settings.sessions}", f"--goodput-history={settings.sessions}"]
+    return shlex.join(argv)
 
 
 def _restarted(engine: Engine) -> Engine:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from pytest_goodput.judge.recording import OUTLIER_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
 from pytest_goodput.report.md_context import details as env_details
 from pytest_goodput.report.md_context import questions_table, why_block
@@ -143,6 +144,8 @@ def _section(o: TestOutcome) -> str:
         parts.append(f"> **Invalid run** — the load generator, not the server, set the pace: {escape_cell(reasons)}")
     for note in (n for n in o.notes if n.startswith(SKETCH_NOTE)):  # a run too large to ship
         parts.append("> **Sketched:** " + escape_cell(note))
+    for note in (n for n in o.notes if n.startswith(OUTLIER_NOTE)):  # recording: the user decides
+        parts.append("> **Outlier session recorded:** " + escape_cell(note[len(OUTLIER_NOTE) + 2:]))
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
     if o.workload_changes:

@@ -11,6 +11,7 @@ from typing import Optional, TextIO
 
 from tabulate import tabulate
 
+from pytest_goodput.judge.recording import OUTLIER_NOTE
 from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
@@ -185,10 +186,15 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         parts.append("\n".join(shapes))
     for o in ordered:
         if o.status in NOTEWORTHY:
-            parts.append("\n".join(_detail(o, ascii)))
-    notes = [f"note: {o.nodeid}: {n}" for o in ordered if o.status not in NOTEWORTHY for n in o.notes]
+            parts.append("\n".join(_detail(_without_outliers(o), ascii)))
+    notes = [f"note: {o.nodeid}: {n}" for o in ordered if o.status not in NOTEWORTHY for n in o.notes
+             if not n.startswith(OUTLIER_NOTE)]
     if notes:
         parts.append("\n".join(notes))
+    # Recording: a session far from the others is named on its own, where it cannot be missed.
+    outliers = [f"warning: {o.nodeid}: {n}" for o in ordered for n in o.notes if n.startswith(OUTLIER_NOTE)]
+    if outliers:
+        parts.append("\n".join(outliers))
     arrow = "->" if ascii else "→"
     reasoning = [f"{o.nodeid}: {line}" for o in ordered
                  if (line := reasoning_line(o, arrow, "-" if ascii else "–"))]
@@ -198,6 +204,13 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
     if unrecorded:
         parts.append(unrecorded)
     return "\n\n".join(parts)
+
+
+def _without_outliers(o: TestOutcome) -> TestOutcome:
+    """The outcome without its outlier-session notes (the summary shows them on their own)."""
+    if not any(n.startswith(OUTLIER_NOTE) for n in o.notes):
+        return o
+    return o.model_copy(update={"notes": [n for n in o.notes if not n.startswith(OUTLIER_NOTE)]})
 
 
 def _slo_line(s: SLOOutcome) -> str:

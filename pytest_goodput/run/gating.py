@@ -70,7 +70,7 @@ def gate(
         except store.BaselineError as exc:
             return Gated(TestOutcome(nodeid=nodeid, location=location, scenario=spec.scenario,
                                      error=str(exc), notes=list(notes)))
-    current = from_measurement(m, env)
+    current = from_measurement(m, env, at=store.now_iso())
     # SLOs and client validity are judged on every session's runs, not only the last.
     current.results = [r for s in (*earlier, m) for r in s.runs]
     baseline = from_baseline(base, spec) if base is not None and base.runs else None

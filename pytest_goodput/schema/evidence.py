@@ -32,6 +32,10 @@ class Evidence:
     points: Optional[list[dict[str, Any]]] = None  # every sweep point of the newest session
     capacity: Optional[dict[str, Any]] = None  # the newest session's capacity search
     capacities: list[dict[str, Any]] = field(default_factory=list)  # every session's, oldest first
+    #: When each session was recorded (ISO 8601) and on which client CPU; None when unknown
+    #: (the judge then takes the run for a sitting of its own, judge/sittings.py).
+    recorded_at: list[Optional[str]] = field(default_factory=list)
+    client_cpus: list[Optional[str]] = field(default_factory=list)
 
     @property
     def samples(self) -> list[Samples]:

@@ -1,0 +1,63 @@
+"""Sittings: which of a baseline's sessions were recorded together, and is the run new (pure).
+
+Sessions recorded back to back share the day's machine state: the boot, the neighbours, the
+clock and thermal state, the client's CPU. Their spread is the noise *within* a sitting. A
+committed baseline is judged on other machines and other days, where the whole level moves
+by what no back-to-back recording can show, so the verdict adds a between-sitting term
+(``spread.DayTerm``) when the run being judged is not part of a baseline sitting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Optional, Sequence
+
+#: Sessions further apart than this, or on another client CPU, are different sittings.
+SITTING_GAP_S = 3 * 3600.0
+
+
+@dataclass(frozen=True)
+class Sittings:
+    """How a baseline's sessions fall into sittings, and whether the judged run is in one."""
+
+    count: int  # distinct sittings among the baseline's sessions
+    current_new: bool  # the judged run was not measured in any of them
+
+
+def _time(stamp: Optional[str]) -> Optional[float]:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _same(a: tuple[Optional[float], Optional[str]], b: tuple[Optional[float], Optional[str]]) -> bool:
+    """Whether two sessions share a sitting: both times known and close, and one client CPU."""
+    if a[0] is None or b[0] is None or a[1] != b[1]:
+        return False
+    return abs(a[0] - b[0]) <= SITTING_GAP_S
+
+
+def sittings(recorded_at: Sequence[Optional[str]], client_cpus: Sequence[Optional[str]],
+             current_at: Optional[str], current_cpu: Optional[str]) -> Optional[Sittings]:
+    """Group the baseline's sessions (oldest first) into sittings; None when no session's
+    time is known (runs built by hand: nothing to say about sittings).
+
+    Sessions join the sitting of the session before them when close in time on one client
+    CPU (a recording of five sessions spans minutes); the judged run is in a sitting when it
+    is close to one of its sessions, and a run of unknown time is taken for a new one (a
+    stored baseline judged later, as the ``compare`` command does).
+    """
+    cpus = list(client_cpus) + [None] * (len(recorded_at) - len(client_cpus))
+    keys = [(_time(t), c) for t, c in zip(recorded_at, cpus)]
+    if not any(k[0] is not None for k in keys):
+        return None
+    count = 0
+    for i, key in enumerate(keys):
+        if i == 0 or not _same(keys[i - 1], key):
+            count += 1
+    cur = (_time(current_at), current_cpu)
+    return Sittings(count=max(count, 1), current_new=not any(_same(k, cur) for k in keys))
