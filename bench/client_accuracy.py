@@ -52,8 +52,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.load.capture import begin as begin_capture
 from pytest_goodput.load.capture import finish as finish_capture
-from pytest_goodput.load.client import OpenAIClient, run
-from pytest_goodput.load.selfcheck import judge as self_check
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.client.http import OpenAIClient
+from pytest_goodput.load.health import judge as self_check
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.schema.cpus import format_cpus, parse_cpus
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan

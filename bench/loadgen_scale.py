@@ -33,11 +33,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_goodput.load import client as client_mod
-from pytest_goodput.load import drive as loadgen
-from pytest_goodput.load import shard
-from pytest_goodput.load.schedule import mean_rate, open_loop_schedule
-from pytest_goodput.load.selfcheck import SelfCheck
+from pytest_goodput.load.coordinator import run_plan
+from pytest_goodput.load.scenario import offered_rate
+from pytest_goodput.load.requests.schedule import mean_rate, open_loop_schedule
 from pytest_goodput.measure.record import to_record
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -74,13 +72,8 @@ def one_run(spec: ScenarioSpec, url: str, server_pid: int) -> dict[str, Any]:
 
     salt = 1
     cpu0, wall0 = proc_cpu_s(server_pid), time.perf_counter()
-    if spec.workers > 1:
-        out = shard.run_sharded(spec, url, "ref-model", salt=salt)
-        cpus = [st.cpu_utilization for st in out.check.workers]
-    else:
-        out = client_mod.run(loadgen._run(spec, url, "ref-model", None, None, None, None, salt))
-        assert isinstance(out.check, SelfCheck)
-        cpus = [out.check.cpu_s / out.check.wall_s]
+    out = run_plan(spec, url, "ref-model", salt=salt)  # one worker or several: one coordinator
+    cpus = [st.cpu_utilization for st in out.check.workers]
     server_cpu = (proc_cpu_s(server_pid) - cpu0) / (time.perf_counter() - wall0)
     health = out.check.health()
     recs = [to_record(ex, stream=True, api="completions") for ex in out.exchanges]
@@ -92,7 +85,7 @@ def one_run(spec: ScenarioSpec, url: str, server_pid: int) -> dict[str, Any]:
     return {
         "workers": spec.workers,
         "ok": sum(r.ok for r in meas), "n": len(meas),
-        "rate": loadgen.offered_rate(out.exchanges),
+        "rate": offered_rate(out.exchanges),
         "send_p99": health.send_lag_p99_ms, "loop_p99": health.loop_lag_ms.p99,
         "cpu": cpus, "ttft_p50": pct(ttft, 50), "ttft_p99": pct(ttft, 99),
         "tok_s": sum(r.output_tokens for r in meas if r.ok) / window,

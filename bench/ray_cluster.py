@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.engines.engine import simulator  # noqa: E402
-from pytest_goodput.load import ray_backend  # noqa: E402
+from pytest_goodput.load.pools.ray import pool as ray_pool  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
 from pytest_goodput.schema.results import RunResult  # noqa: E402
 from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402
@@ -57,13 +57,13 @@ def main() -> int:
     print(f"cluster: {len(nodes)} nodes up in {time.perf_counter() - start:.1f} s: "
           + ", ".join(n[:12] for n in nodes), flush=True)
     chosen: list[list[str]] = []
-    place = ray_backend.place
+    place = ray_pool.place
 
     def recording(n: int, ns: Any) -> list[str]:
         chosen.append(place(n, ns))
         return chosen[-1]
 
-    ray_backend.place = recording  # type: ignore[assignment]
+    ray_pool.place = recording  # type: ignore[assignment]
     failed = []
     try:
         with simulator(time_scale=0.25) as eng:
@@ -102,7 +102,7 @@ def main() -> int:
                   f"{sk.sketch.sampled if sk.sketch else 0}: {ok}", flush=True)
             failed += [] if ok else ["sketched"]
     finally:
-        ray_backend.place = place  # type: ignore[assignment]
+        ray_pool.place = place  # type: ignore[assignment]
         ray.shutdown()
         cluster.shutdown()
     print(f"done in {time.perf_counter() - start:.0f} s: " + ("all checks passed" if not failed else f"FAILED {failed}"))

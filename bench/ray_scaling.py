@@ -37,8 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.engines.engine import simulator  # noqa: E402
-from pytest_goodput.load import ray_actors, ray_runtime  # noqa: E402
-from pytest_goodput.load.columns import pack  # noqa: E402
+from pytest_goodput.load import ray_runtime
+from pytest_goodput.load.pools.ray import actors as ray_actors  # noqa: E402
+from pytest_goodput.load.pools.ray.columns import pack  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402

@@ -8,7 +8,7 @@ backend does. Then, on the same exchanges:
 
 * exact path: each worker's share packed as columns (what ships today), the driver parsing
   every record and summarizing them (``summarize``);
-* sketched path: each worker parsing its own share into a part (``sketch_share.Sketcher``:
+* sketched path: each worker parsing its own share into a part (``sketch.Sketcher``:
   counters, DDSketches, window ends) plus the seeded sample, the driver merging the parts and
   building the result (``summarize_part``).
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_goodput.load import sketch_share  # noqa: E402
-from pytest_goodput.load.columns import pack, unpack  # noqa: E402
+from pytest_goodput.load import sketch  # noqa: E402
+from pytest_goodput.load.pools.ray.columns import pack, unpack  # noqa: E402
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.metrics import summarize  # noqa: E402
 from pytest_goodput.measure.run_part import RunPart, records_of  # noqa: E402
@@ -71,7 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200_000, help="measured + 10 warm-up requests")
     ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--sample", type=int, default=sketch_share.SAMPLE_REQUESTS)
+    ap.add_argument("--sample", type=int, default=sketch.SAMPLE_REQUESTS)
     ns = ap.parse_args()
     n, w = ns.requests + 10, ns.workers
     spec = ScenarioSpec(scenario="server", rate=1000, requests=ns.requests, warmup_requests=10,
@@ -94,9 +94,9 @@ def main() -> None:
     print(f"exact:    shipped {exact_bytes / 1e6:8.2f} MB ({exact_bytes / n:.0f} B a request); workers "
           f"packed in {pack_s:.1f} s, driver parsed and summarized in {exact_s:.1f} s", flush=True)
 
-    plan = sketch_share.SketchPlan(0.01, min(1.0, ns.sample / n), spec.seed, n)
+    plan = sketch.SketchPlan(0.01, min(1.0, ns.sample / n), spec.seed, n)
     t = time.perf_counter()
-    shipped = [sketch_share.Sketcher(plan, spec, None).share(s, lambda _: None) for s in shares]
+    shipped = [sketch.Sketcher(plan, spec, None).share(s, lambda _: None) for s in shares]
     worker_s = time.perf_counter() - t
     part_bytes = sum(nbytes(x["part"]) for x in shipped)
     sample_bytes = sum(nbytes(x["sample"]) for x in shipped)

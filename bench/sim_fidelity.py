@@ -30,7 +30,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from pytest_goodput.load.client import OpenAIClient, run
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.measure.exchange import RequestPlan
 
 LAUNCH = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"

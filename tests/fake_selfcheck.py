@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import pytest_goodput.load.selfcheck as check
+import pytest_goodput.load.health as check
 import pytest_goodput.measure.metrics as metrics
 
 #: The verdicts: the run's own, and its loop lag judged again against the latencies measured.

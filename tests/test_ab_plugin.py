@@ -13,7 +13,7 @@ import pytest
 
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # must not be loaded twice, so the plugin's lazily loaded core is imported first.
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401

@@ -20,7 +20,7 @@ OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop", "ruptur
 #: loads the CPU-list parser only when a CPU option is set.
 LAZY_CORE = {"pytest_goodput/plugin/__init__.py", "pytest_goodput/plugin/settings.py"}
 #: The worker entry point imports its own module by name so pickled classes resolve to it.
-SELF_IMPORT = {("pytest_goodput/load/shard.py", "pytest_goodput.load.shard")}
+SELF_IMPORT = {("pytest_goodput/load/pools/processes.py", "pytest_goodput.load.pools.processes")}
 MAX_LINES = 400
 
 

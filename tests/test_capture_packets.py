@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from pytest_goodput.load.capture_process import bpf_program
+from pytest_goodput.load.client.capture_process import bpf_program
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan, Wire
 from pytest_goodput.measure.packets import (
     ACK, RECORD, SYN, parse_ethernet, parse_ip, segments, stream_at, streams,

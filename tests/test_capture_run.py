@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_goodput.load import capture, selfcheck
+from pytest_goodput.load import capture, health
 from pytest_goodput.load.capture import CaptureError, CaptureFallbackWarning, begin, unavailable
 from pytest_goodput.measure.metrics import judge_loop_lag
 from pytest_goodput.plugin.settings import SettingsError, resolve
@@ -24,9 +24,9 @@ LATE_LOOP = [30.0] * 100  # event-loop lag samples, ms: far over the 10 ms ceili
 
 
 def test_capture_times_lift_loop_lag_but_not_send_lag() -> None:
-    plain = selfcheck.judge(cpu_utilization=0.1, loop_lags_ms=LATE_LOOP, send_lags_ms=[], open_loop=False)
+    plain = health.judge(cpu_utilization=0.1, loop_lags_ms=LATE_LOOP, send_lags_ms=[], open_loop=False)
     assert not plain.valid and "event-loop lag" in plain.reasons[0]
-    exact = selfcheck.judge(cpu_utilization=0.1, loop_lags_ms=LATE_LOOP, send_lags_ms=[], open_loop=False,
+    exact = health.judge(cpu_utilization=0.1, loop_lags_ms=LATE_LOOP, send_lags_ms=[], open_loop=False,
                             exact_receive=True)
     assert exact.valid and exact.exact_receive and "not held against the run" in exact.notes[0]
     # after the run the limit scales with the latencies; capture times stay exempt
@@ -34,7 +34,7 @@ def test_capture_times_lift_loop_lag_but_not_send_lag() -> None:
     assert not judge_loop_lag(plain.model_copy(update={"reasons": [], "valid": True,
                                                        "loop_lag_limit_ms": None}), 5.0, 2.0).valid
     # a late loop also sends late: an open loop's send lag still invalidates the run
-    late_sends = selfcheck.judge(cpu_utilization=0.1, loop_lags_ms=LATE_LOOP, send_lags_ms=[50.0] * 100,
+    late_sends = health.judge(cpu_utilization=0.1, loop_lags_ms=LATE_LOOP, send_lags_ms=[50.0] * 100,
                                  open_loop=True, exact_receive=True)
     assert not late_sends.valid and late_sends.reasons[0].startswith("send lag P99")
 
@@ -75,7 +75,7 @@ class _BlockedLoop:
     """Blocks the client's event loop 30 ms in every 60 ms while the self-check runs."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        start, stop = selfcheck.SelfCheck.start, selfcheck.SelfCheck.stop
+        start, stop = health.SelfCheck.start, health.SelfCheck.stop
         tasks: list[Any] = []
 
         async def block() -> None:
@@ -83,17 +83,17 @@ class _BlockedLoop:
                 await asyncio.sleep(0.03)
                 time.sleep(0.03)  # the loop runs nothing else meanwhile: reads pile up
 
-        def patched_start(check: selfcheck.SelfCheck) -> None:
+        def patched_start(check: health.SelfCheck) -> None:
             start(check)
             tasks.append(asyncio.get_running_loop().create_task(block()))
 
-        async def patched_stop(check: selfcheck.SelfCheck) -> None:
+        async def patched_stop(check: health.SelfCheck) -> None:
             for t in tasks:
                 t.cancel()
             await stop(check)
 
-        monkeypatch.setattr(selfcheck.SelfCheck, "start", patched_start)
-        monkeypatch.setattr(selfcheck.SelfCheck, "stop", patched_stop)
+        monkeypatch.setattr(health.SelfCheck, "start", patched_start)
+        monkeypatch.setattr(health.SelfCheck, "stop", patched_stop)
 
 
 @pytest.mark.skipif(unavailable("http://127.0.0.1:1") is not None,

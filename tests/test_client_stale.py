@@ -9,7 +9,8 @@ import asyncio
 import json
 from time import perf_counter
 
-from pytest_goodput.load.client import OpenAIClient, run
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.measure.record import to_record
 

@@ -11,8 +11,8 @@ import math
 import pytest
 
 from pytest_goodput.judge.values import common_prefix, metric_value, pooled
-from pytest_goodput.load.drive import Supply
-from pytest_goodput.load.prefix import prefix_groups_of, prefix_text
+from pytest_goodput.load.plan import Supply
+from pytest_goodput.load.requests.prefix import prefix_groups_of, prefix_text
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.prefix_cache import cached_prompt_tokens

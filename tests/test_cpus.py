@@ -262,7 +262,7 @@ def test_client_placement_takes_real_time_priority_children_do_not_inherit_it() 
         child = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getscheduler(0), "
                                 "os.getpriority(os.PRIO_PROCESS, 0))"], capture_output=True, text=True, timeout=60)
         assert child.stdout.split() == [str(os.SCHED_OTHER), "0"]
-        from pytest_goodput.load.shard import share_priority  # a shard worker is the client too
+        from pytest_goodput.load.pools.processes import share_priority  # a shard worker is the client too
         worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         try:
             share_priority(worker.pid)

@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from faultserver import serve_in_thread  # noqa: E402
 
-from pytest_goodput.load.client import OpenAIClient, run  # noqa: E402
+from pytest_goodput.load.client.event_loop import run  # noqa: E402
+from pytest_goodput.load.client.http import OpenAIClient  # noqa: E402
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.record import to_record  # noqa: E402
 

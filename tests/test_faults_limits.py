@@ -12,12 +12,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from faultserver import serve_in_thread  # noqa: E402
 
-from pytest_goodput.load.client import (  # noqa: E402
-    READ_OVERHEAD,
-    OpenAIClient,
-    response_byte_limit,
-    run,
-)
+from pytest_goodput.load.client.event_loop import run  # noqa: E402
+from pytest_goodput.load.client.http import READ_OVERHEAD, OpenAIClient, response_byte_limit  # noqa: E402
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.record import to_record  # noqa: E402
 from pytest_goodput.measure.sse import MAX_LINE_BYTES  # noqa: E402

@@ -9,8 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from faultserver import serve_in_thread  # noqa: E402
 
-from pytest_goodput.load.client import run  # noqa: E402
-from pytest_goodput.load.drive import drive  # noqa: E402
+from pytest_goodput.load.client.event_loop import run  # noqa: E402
+from pytest_goodput.load.coordinator import drive  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.metrics import summarize  # noqa: E402

@@ -18,13 +18,13 @@ import fake_selfcheck
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
 # core is imported before any pytester run.
-import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.load.coordinator  # noqa: E402,F401
 import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
 
 import pytest_goodput.judge.verdicts  # noqa: F401  (pytester: import C-extension users once)
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.report.github  # noqa: F401
 import pytest_goodput.report.markdown  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401

@@ -30,7 +30,7 @@ import fake_selfcheck
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
 # core is imported before any pytester run.
-import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.load.coordinator  # noqa: E402,F401
 import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
@@ -43,7 +43,7 @@ pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytes
 import pytest_goodput.engines.launch  # noqa: E402,F401
 import pytest_goodput.engines.prometheus  # noqa: E402,F401
 import pytest_goodput.judge.verdicts
-import pytest_goodput.load.drive
+import pytest_goodput.load.coordinator
 import pytest_goodput.report.github  # noqa: E402,F401
 import pytest_goodput.report.markdown  # noqa: E402,F401
 import pytest_goodput.report.terminal  # noqa: E402,F401

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from pytest_goodput.load.client import run
-from pytest_goodput.load.drive import drive
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.coordinator import drive
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.load.selfcheck import LOOP_LAG_P99_MS, judge, send_lag_limit_ms
+from pytest_goodput.load.health import LOOP_LAG_P99_MS, judge, send_lag_limit_ms
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.schema.spec import ScenarioSpec
 

@@ -15,7 +15,7 @@ import pytest
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
 # core is imported before any pytester run.
-import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.load.coordinator  # noqa: E402,F401
 import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
@@ -24,7 +24,7 @@ import pytest_goodput.judge.verdicts
 
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
-import pytest_goodput.load.drive
+import pytest_goodput.load.coordinator
 import pytest_goodput.report.github  # noqa: F401
 import pytest_goodput.report.markdown  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401

@@ -9,14 +9,14 @@ import pytest
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
 # core is imported before any pytester run.
-import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.load.coordinator  # noqa: E402,F401
 import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
 
 import pytest_goodput.judge.frontier_noise
 import pytest_goodput.judge.verdicts
-import pytest_goodput.load.drive
+import pytest_goodput.load.coordinator
 import pytest_goodput.report.markdown  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 

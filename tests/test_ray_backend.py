@@ -17,20 +17,20 @@ from collections import Counter
 
 import pytest
 
-import pytest_goodput.load.drive  # imported before pytester's in-process runs
-import pytest_goodput.load.ray_backend
+import pytest_goodput.load.coordinator  # imported before pytester's in-process runs
+import pytest_goodput.load.pools.ray.pool
 import pytest_goodput.plugin.harness
 import pytest_goodput.plugin.session
 import pytest_goodput.report.files
 import pytest_goodput.report.terminal
 from pytest_goodput.load import ray_runtime
-from pytest_goodput.load.clock_offset import Sample, estimate
-from pytest_goodput.load.columns import pack, unpack
-from pytest_goodput.load.placement import PlacementError, place
-from pytest_goodput.load.ray_backend import ray_workers
-from pytest_goodput.load.ray_worker import LoadWorker
+from pytest_goodput.load.pools.ray.clock_offset import Sample, estimate
+from pytest_goodput.load.pools.ray.columns import pack, unpack
+from pytest_goodput.load.pools.ray.placement import PlacementError, place
+from pytest_goodput.load.plan import worker_count
+from pytest_goodput.load.pools import ShardError
+from pytest_goodput.load.pools.ray.actor import LoadWorker
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.load.shard import ShardError
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.plugin.settings import SettingsError, resolve
 from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
@@ -74,6 +74,7 @@ def test_columns_round_trip_with_a_clock_shift():
         RawExchange(RequestPlan(3, "hi", 5, 8, 1.5, warmup=True, open_loop=True), 1.6, 2.0, 200,
                     [(1.7, b"data: a"), (1.9, b"")], retries=1),
         RawExchange(RequestPlan(4, "yo", None, 2, 2.5), None, 3.0, None, [], "timeout", "after 60 s"),
+        RawExchange(RequestPlan(5, "turn", 4, 2, 3.5, conversation=2, turn=1), 3.6, 4.0, 200, []),
     ]
     cols = pack(exs)
     assert isinstance(cols["read_at"], array) and zlib.decompress(cols["blob"]) == b"data: a"
@@ -92,9 +93,9 @@ def test_addresses_and_worker_counts():
     for bad in ("", "head", "http://head:80", "head:99999", "a b:1"):
         with pytest.raises(RayAddressError, match="expected local .*HOST:PORT"):
             check_ray_address(bad)
-    assert ray_workers(ScenarioSpec(rate=5), nodes=3) == 3  # unset: one per node
-    assert ray_workers(ScenarioSpec(rate=5, workers=2), nodes=3) == 2
-    assert ray_workers(ScenarioSpec(scenario="concurrency", concurrency=2, workers=4), nodes=1) == 2
+    assert worker_count(ScenarioSpec(rate=5), nodes=3) == 3  # unset: one per node
+    assert worker_count(ScenarioSpec(rate=5, workers=2), nodes=3) == 2
+    assert worker_count(ScenarioSpec(scenario="concurrency", concurrency=2, workers=4), nodes=1) == 2
 
 
 def test_bad_settings_name_their_source():
@@ -138,7 +139,7 @@ class _FakeRay:
 
 
 def test_kept_actors_belong_to_their_node_and_ray_session():
-    from pytest_goodput.load import ray_actors
+    from pytest_goodput.load.pools.ray import actors as ray_actors
 
     one = _FakeRay("01")
     ray_actors.give_back(one, "node-a", "actor-1")
@@ -187,9 +188,9 @@ def test_ray_measures_what_processes_do(local_ray, sim_url, spec):
 
 
 def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_url, monkeypatch):
-    from pytest_goodput.load import sketch_share
+    from pytest_goodput.load import sketch
 
-    monkeypatch.setattr(sketch_share, "SAMPLE_REQUESTS", 11)  # 11 of 44: a quarter kept
+    monkeypatch.setattr(sketch, "SAMPLE_REQUESTS", 11)  # 11 of 44: a quarter kept
     spec = ScenarioSpec(scenario="server", rate=40, requests=40, warmup_requests=4, isl=8, osl=6,
                         workers=2, seed=3, ttft_ms=5000, ttft_p90_ms=5000)
     procs = run_scenario(spec, sim_url, "sim", salt=5)
@@ -197,7 +198,7 @@ def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_ur
     assert procs.percentiles == "exact" and sk.percentiles == "sketch"
     assert (sk.issued, sk.completed, sk.goodput.good) == (procs.issued, procs.completed, procs.goodput.good)
     assert sk.prompt_set == procs.prompt_set and sk.client.requests == procs.client.requests == 44
-    kept = sketch_share.SketchPlan(0.01, 0.25, 3, 44).kept()
+    kept = sketch.SketchPlan(0.01, 0.25, 3, 44).kept()
     assert [r.index for r in sk.requests] == [i for i in range(44) if kept[i]]  # by index, seeded
     assert sk.sketch.sampled == sum(not r.warmup for r in sk.requests) and sk.sketch.threshold == 43
     assert sk.metrics.ttft_ms.count == procs.metrics.ttft_ms.count == 40
@@ -205,7 +206,7 @@ def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_ur
 
 
 def test_a_sessions_runs_reuse_their_actors(local_ray, sim_url):
-    from pytest_goodput.load import ray_actors
+    from pytest_goodput.load.pools.ray import actors as ray_actors
 
     spec = ScenarioSpec(scenario="offline", requests=4, isl=8, osl=2, workers=2, backend="ray")
     run_scenario(spec, sim_url, "sim")
@@ -299,16 +300,16 @@ def test_ab_runs_both_sides_load_on_ray(sim_url, tmp_path):
 
 
 def test_a_killed_worker_fails_the_run_naming_it(local_ray, sim_url, monkeypatch):
-    from pytest_goodput.load import ray_backend
+    from pytest_goodput.load.pools.ray.pool import RayPool
 
-    send = ray_backend._Pool.send
+    send = RayPool.send
 
     def send_then_kill(pool, k, msg):  # the driver kills worker 2 once its phase has started
         send(pool, k, msg)
         if msg[0] == "go" and k == 1:
             pool.ray.kill(pool.actors[1], no_restart=True)
 
-    monkeypatch.setattr(ray_backend._Pool, "send", send_then_kill)
+    monkeypatch.setattr(RayPool, "send", send_then_kill)
     spec = ScenarioSpec(scenario="server", rate=20, requests=100, isl=8, osl=4, workers=2, backend="ray")
     t = time.perf_counter()
     with pytest.raises(ShardError, match=r"worker 2 of 2 \(Ray actor on .*\) exited before finishing"):
@@ -326,10 +327,11 @@ def test_a_hung_worker_is_named_and_the_run_ends(local_ray, sim_url, monkeypatch
     import os
     import signal
 
-    from pytest_goodput.load import ray_backend
+    from pytest_goodput.load import coordinator
+    from pytest_goodput.load.pools.ray.pool import RayPool
 
-    monkeypatch.setattr(ray_backend, "SILENCE_S", 3.0)
-    send, stopped = ray_backend._Pool.send, []
+    monkeypatch.setattr(coordinator, "SILENCE_S", 3.0)
+    send, stopped = RayPool.send, []
 
     def send_then_stop(pool, k, msg):  # worker 2's process is stopped once its phase started
         send(pool, k, msg)
@@ -338,7 +340,7 @@ def test_a_hung_worker_is_named_and_the_run_ends(local_ray, sim_url, monkeypatch
             os.kill(pid, signal.SIGSTOP)
             stopped.append(pid)
 
-    monkeypatch.setattr(ray_backend._Pool, "send", send_then_stop)
+    monkeypatch.setattr(RayPool, "send", send_then_stop)
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2, backend="ray")
     t = time.perf_counter()
     try:
@@ -357,9 +359,9 @@ def test_workers_taken_for_another_host_are_mapped_within_the_error_bound(local_
     """The cross-host path on one machine: the true offset is 0, so the shift applied must be."""
     import re
 
-    from pytest_goodput.load import ray_backend
+    from pytest_goodput.load.pools.ray import pool as ray_pool
 
-    monkeypatch.setattr(ray_backend, "host", lambda: ("driver-elsewhere", "another-boot"))
+    monkeypatch.setattr(ray_pool, "host", lambda: ("driver-elsewhere", "another-boot"))
     spec = ScenarioSpec(scenario="server", rate=40, requests=30, isl=8, osl=4, workers=2, seed=2)
     procs = run_scenario(spec, sim_url, "sim", salt=3)
     on_ray = run_scenario(spec.model_copy(update={"backend": "ray"}), sim_url, "sim", salt=3)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 # pytester's in-process runs drop modules first imported inside them (see test_reasoning_plugin)
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401

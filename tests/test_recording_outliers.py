@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-import pytest_goodput.load.drive  # noqa: F401  (pytester: C extensions import once)
+import pytest_goodput.load.coordinator  # noqa: F401  (pytester: C extensions import once)
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401

@@ -19,7 +19,7 @@ from pytest_goodput.report.github import (
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded core
 # is imported here, before any pytester run.
-import pytest_goodput.load.drive  # noqa: E402,F401
+import pytest_goodput.load.coordinator  # noqa: E402,F401
 import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_goodput.load.schedule import (
+from pytest_goodput.load.requests.schedule import (
     arrival_offsets,
     gap_cv,
     gaps,

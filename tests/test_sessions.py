@@ -9,7 +9,7 @@ import pytest
 
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401

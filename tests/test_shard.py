@@ -7,18 +7,15 @@ import time
 
 import pytest
 
-from pytest_goodput.load import shard
+from pytest_goodput.load import coordinator, plan as plan_mod
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.health import WorkerStats, judge_workers
+from pytest_goodput.load.plan import count_owned, owned, plan_run, split, worker_count
+from pytest_goodput.load.pools import ShardError
+from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.load.schedule import mean_rate, open_loop_schedule
-from pytest_goodput.load.selfcheck import WorkerStats, judge_workers
-from pytest_goodput.load.shard import (
-    ShardError,
-    count_owned,
-    effective_workers,
-    owned,
-    plan_run,
-    split,
-)
+from pytest_goodput.load.requests.schedule import mean_rate, open_loop_schedule
+from pytest_goodput.load.worker import Init
 from pytest_goodput.schema.spec import ScenarioSpec
 
 # --- pure parts -------------------------------------------------------------------------
@@ -70,13 +67,13 @@ def test_offline_phases():
     assert [(j.users, j.first, j.count, j.warmup, j.budget) for j in measured] == [(2, 0, 4, False, 2)] * 2
 
 
-def test_effective_workers(monkeypatch):
-    assert effective_workers(ScenarioSpec(scenario="concurrency", concurrency=3, workers=8)) == 3
-    assert effective_workers(ScenarioSpec(scenario="offline", requests=2, workers=4)) == 2
-    assert effective_workers(ScenarioSpec(rate=5, workers=4)) == 4
-    monkeypatch.setattr(shard.sys, "platform", "darwin")
+def test_worker_count(monkeypatch):
+    assert worker_count(ScenarioSpec(scenario="concurrency", concurrency=3, workers=8)) == 3
+    assert worker_count(ScenarioSpec(scenario="offline", requests=2, workers=4)) == 2
+    assert worker_count(ScenarioSpec(rate=5, workers=4)) == 4
+    monkeypatch.setattr(plan_mod.sys, "platform", "darwin")
     with pytest.warns(RuntimeWarning, match="needs Linux"):
-        assert effective_workers(ScenarioSpec(rate=5, workers=4)) == 1
+        assert worker_count(ScenarioSpec(rate=5, workers=4)) == 1
 
 
 def test_workers_do_not_change_the_identity():
@@ -160,7 +157,7 @@ def _shard_children():
                 cmd = fh.read()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == me and b"pytest_goodput.load.shard" in cmd:
+        if ppid == me and b"pytest_goodput.load.pools.processes" in cmd:
             out.append(int(pid))
     return sorted(out)
 
@@ -190,7 +187,7 @@ def test_a_killed_worker_is_a_clear_error(sim_url):
 
 
 def test_a_hung_worker_is_killed_and_named(sim_url, monkeypatch):
-    monkeypatch.setattr(shard, "SILENCE_S", 2.0)
+    monkeypatch.setattr(coordinator, "SILENCE_S", 2.0)
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
     with pytest.raises(ShardError, match=r"worker [12] of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
         run_scenario(spec, sim_url, "sim", progress=_signal_a_worker_once_running(signal.SIGSTOP))
@@ -208,3 +205,51 @@ def test_an_unpicklable_tokenizer_is_a_clear_error(sim_url):
         run_scenario(spec, sim_url, "sim", tokenizer=Words())
     time.sleep(0.2)
     assert _shard_children() == []
+
+
+# --- conversations and sketches over any pool ------------------------------------------------
+
+
+def _chat(**kw):
+    return ScenarioSpec(api="chat", isl=8, osl=4, **kw)
+
+
+def test_conversations_are_dealt_whole_over_workers():
+    closed = plan_run(_chat(scenario="concurrency", concurrency=3, turns=3, requests=18, warmup_requests=3),
+                      2, None, None, 7)
+    j0, j1 = closed.phases[0][0]
+    assert (j0.users, j1.users) == (2, 1) and j0.conversations and j0.budget is None
+    # 7 conversations; users 0, 1 (worker 1) own conversations c % 3 in {0, 1}, each all its turns
+    assert [i for i, it in enumerate(j1.items) if it is not None] == [6, 7, 8, 15, 16, 17]
+    assert sum(it is not None for it in j0.items) == 15 and closed.total == 21
+    opened = plan_run(_chat(scenario="server", rate=50, turns=2, requests=8, concurrency=3), 2, None, None, 7)
+    a, b = opened.phases[0][0]
+    assert [c for c, _ in a.arrivals] == [0, 2] and [c for c, _ in b.arrivals] == [1, 3]
+    assert (a.ceiling, b.ceiling) == (2, 1) and [i for i, it in enumerate(b.items) if it] == [2, 3, 6, 7]
+
+
+@pytest.mark.parametrize("spec", [
+    _chat(scenario="concurrency", concurrency=3, turns=3, requests=12, warmup_requests=3),
+    _chat(scenario="server", rate=30, turns=2, requests=12, concurrency=4),
+], ids=["closed", "open"])
+def test_conversations_over_two_workers_send_what_one_does(sim_url, spec):
+    one = coordinator.run_plan(spec, sim_url, "sim", salt=11)
+    pool = ProcessPool(2)
+    two = run(coordinator.coordinate(plan_run(spec, 2, None, None, 11), pool,
+                                     Init(spec, sim_url, "sim", None, 1, 11)))
+
+    def view(out):
+        return [(ex.plan.index, ex.plan.conversation, ex.plan.turn, ex.plan.warmup, ex.status)
+                for ex in out.exchanges]
+
+    assert view(two) == view(one) and all(ex.status == 200 for ex in two.exchanges)
+    assert one.check.health().workers == 1 and two.check.health().workers == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_any_pool_sketches_a_run_above_its_threshold(sim_url, workers):
+    spec = ScenarioSpec(scenario="server", rate=40, requests=40, warmup_requests=4, isl=8, osl=6,
+                        workers=workers, seed=3)
+    sk = run_scenario(spec.model_copy(update={"sketch_above": 43}), sim_url, "sim", salt=5)
+    assert sk.percentiles == "sketch" and sk.issued == 40 and sk.client.workers == workers
+    assert sk.metrics.ttft_ms.count == sk.completed and sk.sketch.threshold == 43

@@ -164,7 +164,8 @@ def test_metrics_parse_and_counters_move(sim: Sim) -> None:
 
 
 def test_project_client_measures_the_simulator(sim: Sim) -> None:
-    import pytest_goodput.load.client as client_mod
+    import pytest_goodput.load.client.event_loop as loop_mod
+    import pytest_goodput.load.client.http as client_mod
     import pytest_goodput.measure.record as record_mod
 
     async def go() -> list:
@@ -175,7 +176,7 @@ def test_project_client_measures_the_simulator(sim: Sim) -> None:
 
             return await asyncio.gather(*(c.send(pl) for pl in plans))
 
-    exchanges = client_mod.run(go())
+    exchanges = loop_mod.run(go())
     records = [record_mod.to_record(ex, stream=True, api="completions") for ex in exchanges]
     assert all(r.ok for r in records), [r.error_detail for r in records]
     assert {r.output_tokens for r in records} == {16}

@@ -15,9 +15,9 @@ import re
 import pytest
 
 from pytest_goodput.judge.evidence import samples_of
-from pytest_goodput.load.sketch_share import SKETCH_ABOVE, SketchPlan, sketch_plan
+from pytest_goodput.load.sketch import SKETCH_ABOVE, SketchPlan, sketch_plan
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.load.columns import unpack
+from pytest_goodput.load.pools.ray.columns import unpack
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.run_part import part_of, records_of
 from pytest_goodput.measure.sketched import sketch_note, summarize_part
@@ -187,10 +187,10 @@ def _exchange(i: int, sched: float, rng: random.Random, tokens: int = 6) -> RawE
 
 
 def test_a_worker_ships_its_share_summarized_in_slices_and_a_sample(monkeypatch):
-    from pytest_goodput.load import sketch_share
+    from pytest_goodput.load import sketch
 
-    monkeypatch.setattr(sketch_share, "SLICE", 7)
-    monkeypatch.setattr(sketch_share, "TICK_S", 0.0)
+    monkeypatch.setattr(sketch, "SLICE", 7)
+    monkeypatch.setattr(sketch, "TICK_S", 0.0)
     rng, exs = random.Random(3), []
     for u in range(2):  # two users' chains: each request starts at its predecessor's end
         t = 1.0 + 0.001 * u
@@ -202,10 +202,10 @@ def test_a_worker_ships_its_share_summarized_in_slices_and_a_sample(monkeypatch)
                         e2e_p90_ms=80)
     plan = SketchPlan(ALPHA, 0.25, 1, 40)
     ticks: list[int] = []
-    shipped = sketch_share.Sketcher(plan, spec, None).share(exs, ticks.append)
+    shipped = sketch.Sketcher(plan, spec, None).share(exs, ticks.append)
     assert ticks == [40] * 6 and shipped["count"] == 40  # a heartbeat per slice, progress unchanged
     kept = plan.kept()
-    assert [ex.plan.index for ex in unpack(shipped["sample"])] == [i for i in range(40) if kept[i]]
+    assert [ex.plan.index for ex in shipped["sample"]] == [i for i in range(40) if kept[i]]
     exact = summarize(records_of(exs, spec, None), spec, CLIENT)
     got = summarize_part(shipped["part"], [], spec, CLIENT, plan.info(39, 0))
     assert exact.window.basis == got.window.basis == "steady_state"

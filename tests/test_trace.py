@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from pytest_goodput.load.shard_plan import plan_run
+from pytest_goodput.load.plan import plan_run
 from pytest_goodput.load.trace import TraceError, load_trace, read_trace, with_trace_digest
-from pytest_goodput.load.trace_replay import mean_gap, trace_items, trace_load, trace_prompts, trace_schedule
-from pytest_goodput.load.workload import WORDS
+from pytest_goodput.load.requests.trace_replay import mean_gap, trace_items, trace_load, trace_prompts, trace_schedule
+from pytest_goodput.load.requests.workload import WORDS
 from pytest_goodput.measure.metrics import measurement_window
 from pytest_goodput.schema.results import RequestRecord
 from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec

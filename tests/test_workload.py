@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from pytest_goodput.load.workload import (
+from pytest_goodput.load.requests.workload import (
     WORDS,
     WorkloadError,
     build_workload,

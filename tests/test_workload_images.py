@@ -15,16 +15,16 @@ import httpx
 import pytest
 
 # pytester's in-process runs drop modules first imported inside them (see test_reasoning_plugin)
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401
 from pytest_goodput.cli.run import CLIError, add_spec_flags, spec_args
 from pytest_goodput.engines.engine import simulator
-from pytest_goodput.load.client import OpenAIClient
-from pytest_goodput.load.images import file_image, synthetic_images, synthetic_png
-from pytest_goodput.load.workload import WorkloadError, build_workload, load_dataset
+from pytest_goodput.load.client.http import OpenAIClient
+from pytest_goodput.load.requests.images import file_image, synthetic_images, synthetic_png
+from pytest_goodput.load.requests.workload import WorkloadError, build_workload, load_dataset
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.images import ImageError, ImagePart, image_dimensions
 from pytest_goodput.measure.metrics import summarize

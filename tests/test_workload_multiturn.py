@@ -20,15 +20,14 @@ import fake_selfcheck
 # pytester's in-process runs drop modules first imported inside them; C extensions (numpy)
 # and exception classes (httpx) must not be loaded twice, so the plugin's lazily loaded
 # core is imported before any pytester run.
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.report.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
-from pytest_goodput.load.conversation import conversation_loop, think_times
-from pytest_goodput.load.drive import ProgressTicker, Supply
-from pytest_goodput.load.selfcheck import SelfCheck
+from pytest_goodput.load.coordinator import drive
+from pytest_goodput.load.requests.schedule import think_times
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.spec import SpecError, build_spec
 
@@ -105,10 +104,7 @@ class Scripted:
 
 
 def drive_conversations(spec, sender: Scripted) -> list[RawExchange]:
-    supply = Supply(spec, spec.requests + spec.warmup_requests, None, None, 7)
-    check = SelfCheck(open_loop=False)
-    return asyncio.run(conversation_loop(spec, sender, spec.concurrency, supply, check,
-                                         ProgressTicker(None, 0)))
+    return asyncio.run(drive(spec, sender, salt=7)).exchanges
 
 
 def test_each_turn_carries_the_history_it_was_answered():
@@ -168,15 +164,11 @@ def test_a_turns_prompt_length_estimate_includes_its_history():
 
 
 def test_open_loop_conversations_arrive_on_schedule_and_count_from_it():
-    from pytest_goodput.load.conversation import open_conversations
-    from pytest_goodput.load.schedule import arrival_offsets
+    from pytest_goodput.load.requests.schedule import arrival_offsets
 
     spec = build_spec(dict(scenario="server", rate=200.0, api="chat", turns=2, requests=6,
                            concurrency=2, isl=4, osl=2))
-    sender = Scripted()
-    supply = Supply(spec, 6, None, None, 7)
-    out = asyncio.run(open_conversations(spec, sender, supply, SelfCheck(open_loop=True),
-                                         ProgressTicker(None, 0)))
+    out = drive_conversations(spec, Scripted())
     plans = {ex.plan.index: ex.plan for ex in out}
     assert sorted(plans) == list(range(6)) and all(p.open_loop for p in plans.values())
     assert [(plans[i].conversation, plans[i].turn) for i in range(6)] == [

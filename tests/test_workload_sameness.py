@@ -10,8 +10,8 @@ import pytest
 
 from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.judge.workload import check_workload, length_change
-from pytest_goodput.load.prompt_set import DURATION_COVERED, prompt_set, unsalted_prompts
-from pytest_goodput.load.workload import build_workload
+from pytest_goodput.load.requests.prompt_set import DURATION_COVERED, prompt_set, unsalted_prompts
+from pytest_goodput.load.requests.workload import build_workload
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.report.terminal import failure_message, render_summary
 from pytest_goodput.schema.evidence import Evidence
@@ -61,7 +61,7 @@ def test_different_prompts_or_lengths_give_a_different_fingerprint():
 
 
 def test_nonces_in_prefixes_and_trace_blocks_do_not_change_the_fingerprint(tmp_path):
-    from pytest_goodput.load.drive import open_loop_setup
+    from pytest_goodput.load.plan import open_loop_setup
     from pytest_goodput.load.trace import load_trace
 
     shared = SPEC.model_copy(update={"prefix_len": 6, "prefix_groups": 2})

@@ -23,7 +23,7 @@ import fake_selfcheck
 
 # pytester's in-process runs drop modules first imported inside them; the plugin's lazily
 # loaded core (numpy, httpx) is imported here, before any run.
-import pytest_goodput.load.drive  # noqa: F401
+import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401

@@ -6,7 +6,7 @@ reader are coalesced and carry the last one's stamp). An ``AF_PACKET`` socket se
 segment as it arrives, stamped by the kernel (``SO_TIMESTAMPNS``, CLOCK_REALTIME), however
 late it is read. ``docs/capture.md`` says how to enable it and what it does not fix.
 
-The capture runs in its own process (``load/capture_process.py``) so that it is not starved
+The capture runs in its own process (``client/capture_process.py``) so that it is not starved
 together with the client's event loop. Here: whether a capture can run (:func:`unavailable`),
 the process around a run (:class:`PacketCapture`), the offset between CLOCK_REALTIME and
 the client's monotonic clock, measured before and after the run (:func:`clock_sample`), and
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit
 
-from pytest_goodput.load.capture_process import open_socket
+from pytest_goodput.load.client.capture_process import open_socket
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.packets import segments, streams
 from pytest_goodput.measure.retime import ClockMap, retime_all
@@ -101,7 +101,7 @@ class PacketCapture:
 
     def start(self) -> None:
         """Start capturing; returns once the socket is bound. Raises ``CaptureError``."""
-        cmd = [sys.executable, "-m", "pytest_goodput.load.capture_process", str(self.port), str(self.path)]
+        cmd = [sys.executable, "-m", "pytest_goodput.load.client.capture_process", str(self.port), str(self.path)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None

@@ -24,29 +24,16 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
-from typing import Any, Optional
+from typing import Iterator, Optional
 
-import numpy as np
-
-from pytest_goodput.load.schedule import arrival_offsets
-from pytest_goodput.load.selfcheck import SelfCheck
+from pytest_goodput.load.health import SelfCheck
+from pytest_goodput.load.loops import ProgressTicker, Sender, sleep_until
+from pytest_goodput.load.plan import Supply
+from pytest_goodput.load.requests.schedule import think_times
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.record import parse_body, parse_stream
 from pytest_goodput.schema.spec import ScenarioSpec
-
-#: ``SeedSequence`` stream key of think times.
-THINK_STREAM = 23
-
-
-def think_times(spec: ScenarioSpec, conversation: int) -> list[float]:
-    """Seconds the user thinks after each turn of ``conversation`` but the last (seeded)."""
-    if spec.think_time_s <= 0 or spec.turns < 2:
-        return [0.0] * max(spec.turns - 1, 0)
-    rng = np.random.default_rng([THINK_STREAM, spec.seed & 0xFFFFFFFF, conversation])
-    return rng.exponential(spec.think_time_s, size=spec.turns - 1).tolist()
-
 
 def answer_text(ex: RawExchange, stream: bool) -> Optional[str]:
     """The assistant's answer a completed turn streamed (None when the request failed)."""
@@ -62,14 +49,10 @@ def answer_text(ex: RawExchange, stream: bool) -> Optional[str]:
 
 
 class _Conversations:
-    """Runs conversations and collects their exchanges (shared by both loops below).
+    """Runs conversations and collects their exchanges (shared by both loops below)."""
 
-    ``client`` sends plans, ``supply`` builds them and ``prog`` ticks (``drive.py``'s
-    ``Sender``, ``Supply`` and ``ProgressTicker``; drive imports this module).
-    """
-
-    def __init__(self, spec: ScenarioSpec, client: Any, supply: Any, check: SelfCheck,
-                 prog: Any) -> None:
+    def __init__(self, spec: ScenarioSpec, client: Sender, supply: Supply, check: SelfCheck,
+                 prog: ProgressTicker) -> None:
         self.spec, self.client, self.supply, self.check, self.prog = spec, client, supply, check, prog
         self.total = (spec.warmup_requests + (spec.requests or 0)) // spec.turns
         self.out: list[RawExchange] = []
@@ -100,17 +83,22 @@ class _Conversations:
                 # the stream, and after the client's one-off wait to learn keep-alive)
                 ready = allowed = clock() + pauses[t]
                 if pauses[t] > 0:
-                    await asyncio.sleep(max(0.0, ready - clock()))
+                    await sleep_until(ready)
 
 
-async def conversation_loop(spec: ScenarioSpec, client: Any, users: int, supply: Any,
-                            check: SelfCheck, prog: Any) -> list[RawExchange]:
-    """Closed loop: ``users`` users, each running the next conversation when its last ends."""
+async def conversation_loop(spec: ScenarioSpec, client: Sender, users: int, supply: Supply,
+                            check: SelfCheck, prog: ProgressTicker,
+                            conversations: Optional[Iterator[int]] = None) -> list[RawExchange]:
+    """Closed loop: ``users`` users, each running the next conversation when its last ends.
+
+    ``conversations``: the increasing conversation numbers this worker's users own (default
+    all of them, in order); a user stops at the first one past the run's last.
+    """
     convs = _Conversations(spec, client, supply, check, prog)
-    counter = itertools.count()
+    counter = conversations if conversations is not None else iter(range(convs.total))
 
     async def user() -> None:
-        while (c := next(counter)) < convs.total:
+        while (c := next(counter, convs.total)) < convs.total:
             now = time.perf_counter()
             await convs.run(c, now, now)
 
@@ -118,31 +106,29 @@ async def conversation_loop(spec: ScenarioSpec, client: Any, users: int, supply:
     return convs.out
 
 
-async def open_conversations(spec: ScenarioSpec, client: Any, supply: Any, check: SelfCheck,
-                             prog: Any) -> list[RawExchange]:
-    """Open loop: conversations arrive on the spec's schedule at ``rate`` conversations/s.
+async def open_conversations(spec: ScenarioSpec, client: Sender, supply: Supply, check: SelfCheck,
+                             prog: ProgressTicker, arrivals: list[tuple[int, float]], t0: float,
+                             ceiling: Optional[int]) -> list[RawExchange]:
+    """Open loop: conversation ``c`` of ``arrivals`` arrives at ``t0`` plus its offset.
 
-    Each conversation's first turn is due at its arrival; with ``concurrency`` it first waits
+    Each conversation's first turn is due at its arrival; with a ``ceiling`` it first waits
     for a free slot (kept for the whole conversation), and that wait is in its TTFT. Later
     turns are due when the previous one ended plus the think time. Every turn's latency
     counts from when it was due (``open_loop``), as open-loop requests do.
     """
     convs = _Conversations(spec, client, supply, check, prog)
-    offsets = arrival_offsets(spec, convs.total).tolist()
-    sem = asyncio.Semaphore(spec.concurrency) if spec.concurrency else None
-    t0 = time.perf_counter()
+    sem = asyncio.Semaphore(ceiling) if ceiling else None
 
-    async def arrive(c: int) -> None:
-        due = t0 + offsets[c]
-        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+    async def arrive(c: int, due: float) -> None:
+        await sleep_until(due)
         if sem is None:
             return await convs.run(c, due, due, open_loop=True)
         waited = sem.locked()
         async with sem:
             await convs.run(c, due, max(due, time.perf_counter()) if waited else due, open_loop=True)
 
-    await asyncio.gather(*(arrive(c) for c in range(convs.total)))
+    await asyncio.gather(*(arrive(c, t0 + off) for c, off in arrivals))
     return convs.out
 
 
-__all__ = ["answer_text", "conversation_loop", "open_conversations", "think_times"]
+__all__ = ["answer_text", "conversation_loop", "open_conversations"]

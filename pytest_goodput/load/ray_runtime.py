@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Optional
 
-from pytest_goodput.load.ray_actors import forget
+from pytest_goodput.load.pools.ray.actors import forget
 
 from pytest_goodput.schema.ray_address import LOCAL, check_ray_address
 

@@ -1,7 +1,7 @@
 """The load generator's entry point: run one scenario against an OpenAI-compatible server.
 
 Open loop (server, interactive): request ``i`` is sent at the absolute deadline
-``t0 + offset[i]`` of a precomputed, seeded schedule (``schedule.py``), whatever the server
+``t0 + offset[i]`` of a precomputed, seeded schedule (``requests/schedule.py``), whatever the server
 is doing; an optional concurrency ceiling makes a request wait for a free slot, and that
 wait counts in its send lag. Closed loop (concurrency): N users, each sending its next
 request when its last one ends. Offline: every request at t0 (warm-up first, as a batch of
@@ -18,47 +18,27 @@ from typing import Any, Optional
 
 from pytest_goodput.load.capture import begin as begin_capture
 from pytest_goodput.load.capture import finish as finish_capture
-from pytest_goodput.load.client import OpenAIClient, check_reachable
-from pytest_goodput.load.client import run as run_loop
-from pytest_goodput.load.drive import (
-    REACH_TIMEOUT_S,
-    WARM_CONNECTIONS,
-    ProgressFn,
-    RunOutput,
-    drive,
-    offered_rate,
-    pool_size,
-)
-from pytest_goodput.load.ray_backend import run_ray
-from pytest_goodput.load.prompt_set import prompt_set, unsalted_prompts
-from pytest_goodput.load.reasoning_controls import reasoning_body
-from pytest_goodput.load.shard import effective_workers, run_sharded
+from pytest_goodput.load.coordinator import run_plan
+from pytest_goodput.load.loops import ProgressFn
+from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
 from pytest_goodput.load.trace import load_trace
-from pytest_goodput.load.workload import Dataset, load_dataset
+from pytest_goodput.load.requests.workload import load_dataset
+from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.retime import think_time_note
 from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
 from pytest_goodput.measure.sketched import summarize_part
-from pytest_goodput.measure.retime import think_time_note
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
 
 
-async def _run_in_process(
-    spec: ScenarioSpec, base_url: str, model: str, api_key_env: Optional[str], tokenizer: Any,
-    progress: Optional[ProgressFn], dataset: Optional[Dataset], salt: Optional[int],
-) -> RunOutput:
-    await check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s))
-    async with OpenAIClient(
-        base_url, model, api=spec.api, stream=spec.stream, api_key_env=api_key_env,
-        timeout_s=spec.timeout_s, max_connections=pool_size(spec), ignore_eos=spec.ignore_eos,
-        extra_body=reasoning_body(spec), keep_wire=spec.capture != "off",
-    ) as client:
-        # Connect before the clock starts: a TCP connect inside a timed send is client
-        # time, and would show up as send lag or TTFT.
-        await client.open_connections(min(client.max_connections, WARM_CONNECTIONS))
-        return await drive(spec, client, tokenizer=tokenizer, progress=progress, dataset=dataset,
-                           salt=salt)
+def offered_rate(exchanges: list[RawExchange]) -> Optional[float]:
+    """Measured requests per second actually sent: (n - 1) over the span of their send times."""
+    sent = sorted(ex.sent_at for ex in exchanges if not ex.plan.warmup and ex.sent_at is not None)
+    if len(sent) < 2 or sent[-1] <= sent[0]:
+        return None
+    return (len(sent) - 1) / (sent[-1] - sent[0])
 
 
 def run_scenario(
@@ -73,8 +53,8 @@ def run_scenario(
     generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
     a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
     hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
-    worker processes (``shard.py``; ``ShardError`` when one crashes or hangs); ``backend="ray"``
-    over Ray actors (``ray_backend.py``).
+    worker processes, ``backend="ray"`` over Ray actors (``coordinator.py``; ``ShardError``
+    when a worker crashes or hangs).
     """
     dataset: Any = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
     if spec.scenario == "trace":
@@ -84,16 +64,8 @@ def run_scenario(
     # started before the first connect: a connection's SYN-ACK gives its sequence numbers
     capture, why_not = begin_capture(spec.capture, spec.backend, base_url)
     try:
-        if spec.backend == "ray":  # Ray itself is imported only when a run uses it
-            out = run_ray(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
-                          progress=progress, dataset=dataset, salt=salt)
-        elif effective_workers(spec) > 1:
-            out = run_sharded(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
-                              progress=progress, dataset=dataset, salt=salt)
-        else:
-            out = run_loop(
-                _run_in_process(spec, base_url, model, api_key_env, tokenizer, progress, dataset, salt)
-            )
+        out = run_plan(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
+                       progress=progress, dataset=dataset, salt=salt)
     except BaseException:
         if capture is not None:
             capture.stop()

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.load.drive import ProgressFn
+from pytest_goodput.load.loops import ProgressFn
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
-from pytest_goodput.load.drive import ProgressFn
+from pytest_goodput.load.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result

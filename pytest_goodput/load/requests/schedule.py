@@ -166,3 +166,15 @@ def gap_cv(offsets: np.ndarray) -> float:
     if len(g) < 2 or g.mean() == 0:
         return 0.0
     return float(g.std() / g.mean())
+
+
+#: ``SeedSequence`` stream key of a conversation's think times (the pauses between its turns).
+THINK_STREAM = 23
+
+
+def think_times(spec: ScenarioSpec, conversation: int) -> list[float]:
+    """Seconds the user thinks after each turn of ``conversation`` but the last (seeded)."""
+    if spec.think_time_s <= 0 or spec.turns < 2:
+        return [0.0] * max(spec.turns - 1, 0)
+    rng = np.random.default_rng([THINK_STREAM, spec.seed & 0xFFFFFFFF, conversation])
+    return rng.exponential(spec.think_time_s, size=spec.turns - 1).tolist()

@@ -22,8 +22,8 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from pytest_goodput.load.jsonl import jsonl_objects
-from pytest_goodput.load.images import file_image, synthetic_images
+from pytest_goodput.load.requests.jsonl import jsonl_objects
+from pytest_goodput.load.requests.images import file_image, synthetic_images
 from pytest_goodput.measure.images import ImageError, ImagePart
 from pytest_goodput.schema.spec import ScenarioSpec
 

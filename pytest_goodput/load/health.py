@@ -24,9 +24,9 @@ The loop-lag limit scales with the latencies measured (``measure.metrics.loop_la
 during the run they are unknown and the ceiling applies; ``summarize`` judges the lag again
 against the run's TTFT and ITL P50.
 
-A run sharded over worker processes (``shard.py``) judges every worker on its own numbers
-(:func:`judge_workers`): each worker is one event loop on at most one core, so the worst
-worker decides, and the reasons name it.
+Every run is judged over its workers' stats (:class:`WorkersCheck`, one per worker of the
+plan, one included): each worker is one event loop on at most one core, so the worst worker
+decides, and with more than one the reasons name it.
 """
 
 from __future__ import annotations
@@ -140,15 +140,10 @@ class SelfCheck:
         self.retries += ex.retries
 
     def stats(self) -> "WorkerStats":
-        """The raw numbers, to ship from a worker process to the parent (picklable)."""
+        """The raw numbers a worker ships to the coordinator (picklable)."""
         return WorkerStats(list(self.send_lags_ms), list(self.monitor.lags_ms), self.cpu_s,
                            self.wall_s, self.peak_in_flight, self.pool_limit, self.requests,
                            self.failed, self.retries)
-
-    def health(self, exact_receive: bool = False) -> ClientHealth:
-        return self.stats().health(open_loop=self.open_loop, mean_gap_s=self.mean_gap_s,
-                                   exact_receive=exact_receive)
-
 
 def send_lag_limit_ms(mean_gap_s: Optional[float]) -> float:
     """The open-loop send-lag P99 limit: 10 ms, or 20 % of the mean gap when that is larger."""
@@ -261,7 +256,7 @@ def judge_workers(
     stats: Sequence[WorkerStats], *, open_loop: bool, mean_gap_s: Optional[float] = None,
     exact_receive: bool = False,
 ) -> ClientHealth:
-    """Verdict on a sharded run: each worker judged alone, reasons prefixed with its number.
+    """Verdict on a run over several workers: each judged alone, reasons prefixed with its number.
 
     ``cpu_utilization`` is the busiest worker's (one loop per worker: a saturated worker
     skews its share of the requests however idle the others are), ``loop_lag_p99_ms`` the
@@ -269,6 +264,8 @@ def judge_workers(
     samples; requests, failures and retries add up.
     """
     n = len(stats)
+    if n == 1:  # the one worker's own verdict, its reasons not numbered
+        return stats[0].health(open_loop=open_loop, mean_gap_s=mean_gap_s, exact_receive=exact_receive)
     reasons: list[str] = []
     notes: list[str] = []
     lag_p99s: list[float] = []
@@ -298,13 +295,16 @@ def judge_workers(
 
 
 @dataclass
-class ShardCheck:
-    """The self-check of a sharded run: per-worker stats, judged by :func:`judge_workers`."""
+class WorkersCheck:
+    """A run's self-check: each worker's stats, judged by :func:`judge_workers`, plus notes
+    (where each worker ran, its clock offset) that the pool adds."""
 
     open_loop: bool
     mean_gap_s: Optional[float]
     workers: list[WorkerStats]
+    pool_notes: list[str] = field(default_factory=list)
 
     def health(self, exact_receive: bool = False) -> ClientHealth:
-        return judge_workers(self.workers, open_loop=self.open_loop, mean_gap_s=self.mean_gap_s,
-                             exact_receive=exact_receive)
+        h = judge_workers(self.workers, open_loop=self.open_loop, mean_gap_s=self.mean_gap_s,
+                          exact_receive=exact_receive)
+        return h.model_copy(update={"notes": [*h.notes, *self.pool_notes]}) if self.pool_notes else h

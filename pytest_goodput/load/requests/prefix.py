@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from pytest_goodput.load.workload import WORDS, WorkItem, count_tokens, index_words
+from pytest_goodput.load.requests.workload import WORDS, WorkItem, count_tokens, index_words
 from pytest_goodput.schema.spec import ScenarioSpec
 
 #: ``SeedSequence`` stream keys of the prefix draws and the prefix text.

@@ -2,7 +2,7 @@
 whether the server closes connections after a response.
 
 These hook into aiohttp (its connection protocol and its trace hooks), so they live apart
-from the request logic in :mod:`pytest_goodput.load.client`.
+from the request logic in :mod:`pytest_goodput.load.client.http`.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable, Sequence
 
-from pytest_goodput.load.drive import Supply
+from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.trace import Trace
-from pytest_goodput.load.trace_replay import trace_prompts, trace_schedule
+from pytest_goodput.load.requests.trace_replay import trace_prompts, trace_schedule
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.schema.workload_check import PromptSet

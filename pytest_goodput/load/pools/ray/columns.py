@@ -46,6 +46,8 @@ def pack(exchanges: Sequence[RawExchange]) -> dict[str, Any]:
         "scheduled_at": array("d", [x.scheduled_at for x in p]),
         "warmup": bytes(x.warmup for x in p),
         "open_loop": bytes(x.open_loop for x in p),
+        "conversation": array("q", [-1 if x.conversation is None else x.conversation for x in p]),
+        "turn": array("q", [-1 if x.turn is None else x.turn for x in p]),
         "sent_at": array("d", [_opt(ex.sent_at) for ex in exchanges]),
         "end_at": array("d", [_opt(ex.end_at) for ex in exchanges]),
         "status": array("q", [-1 if ex.status is None else ex.status for ex in exchanges]),
@@ -69,6 +71,8 @@ def unpack(cols: dict[str, Any], shift_s: float = 0.0) -> list[RawExchange]:
         plan = RequestPlan(idx, cols["prompt"][i], None if pt < 0 else pt, cols["max_tokens"][i],
                            cols["scheduled_at"][i] + shift_s, bool(cols["warmup"][i]),
                            bool(cols["open_loop"][i]))
+        c, t = cols["conversation"][i], cols["turn"][i]
+        plan.conversation, plan.turn = (None, None) if c < 0 else (c, t)
         reads = []
         for _ in range(cols["nreads"][i]):
             start = read_ends[r - 1] if r else 0

@@ -1,5 +1,7 @@
 """Runs too large to ship every record: when to sketch, and what a worker ships instead.
 
+Any pool can sketch: the coordinator decides, every worker's body (``worker.py``) ships.
+
 A run of more than ``threshold`` requests (``spec.sketch_above``, default
 :data:`SKETCH_ABOVE`) is sketched: each worker parses its own share into records after
 each phase and ships a mergeable part of the run (``measure.run_part``: exact counters,
@@ -19,8 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from pytest_goodput.load.columns import pack
-from pytest_goodput.load.shard_plan import Plan
+from pytest_goodput.load.plan import Plan
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.run_part import RunPart, add_chains, part_of, records_of
 from pytest_goodput.schema.results import SketchInfo
@@ -82,7 +83,8 @@ def sketch_plan(spec: ScenarioSpec, total: int) -> Optional[SketchPlan]:
 
 
 class Sketcher:
-    """A worker's side: its share of a phase as a part of the run plus the sampled exchanges."""
+    """A worker's side: its share of a phase as a part of the run plus the sampled exchanges
+    (``{"part", "sample", "count"}``; a pool's transport may pack the sample)."""
 
     def __init__(self, plan: SketchPlan, spec: ScenarioSpec, tokenizer: Any) -> None:
         self.plan, self.spec, self.tokenizer = plan, spec, tokenizer
@@ -102,7 +104,7 @@ class Sketcher:
                 last = time.perf_counter()
         add_chains(part, records, self.spec)
         sample = [ex for ex in exchanges if ex.plan.index >= len(kept) or kept[ex.plan.index]]
-        return {"part": part, "sample": pack(sample), "count": len(exchanges)}
+        return {"part": part, "sample": sample, "count": len(exchanges)}
 
 
 def planned_requests(plan: Plan, spec: ScenarioSpec) -> list[RequestPlan]:

@@ -39,8 +39,7 @@ import aiohttp
 import httpx
 
 
-from pytest_goodput.load.connection import install_protocol, stamp_sent
-from pytest_goodput.load.loop import new_event_loop, run
+from pytest_goodput.load.client.connection import install_protocol, stamp_sent
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.images import image_parts_json
 from pytest_goodput.schema.endpoint import normalize_base_url
@@ -379,5 +378,5 @@ async def check_reachable(base_url: str, timeout_s: float = 5.0) -> None:
         raise ConnectionError(redact(f"cannot reach {url}: {_describe(exc)}")) from None
 
 
-__all__ = ["OpenAIClient", "RawExchange", "RequestPlan", "check_reachable", "new_event_loop",
-           "normalize_base_url", "response_byte_limit", "run"]
+__all__ = ["OpenAIClient", "RawExchange", "RequestPlan", "check_reachable", "normalize_base_url",
+           "response_byte_limit"]

@@ -22,9 +22,9 @@ from typing import Any, Hashable, Optional
 
 import numpy as np
 
-from pytest_goodput.load.schedule import Schedule, bounded, mean_rate, warmup_mask
+from pytest_goodput.load.requests.schedule import Schedule, bounded, mean_rate, warmup_mask
 from pytest_goodput.load.trace import Trace, TraceError
-from pytest_goodput.load.workload import WORDS, WorkItem, count_tokens
+from pytest_goodput.load.requests.workload import WORDS, WorkItem, count_tokens
 from pytest_goodput.schema.spec import ScenarioSpec
 
 #: ``SeedSequence`` stream key of trace block text (workload streams are 11-14).

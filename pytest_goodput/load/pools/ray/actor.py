@@ -1,12 +1,11 @@
-"""One load worker inside a Ray actor: the process backend's worker loop, fed through queues.
+"""One load worker inside a Ray actor: the worker body, fed through queues.
 
-The actor runs :func:`shard.serve` (the very loop a worker process of ``shard.py`` runs:
-one uvloop loop, one client, ``_run_job`` per phase) on a thread of its own, so the Ray
-backend measures exactly what the process backend measures; only the transport differs.
-Messages are the process backend's; ``send`` puts one in, ``poll`` takes out what the loop
-produced (heartbeat ticks, ``ready``, ``armed``, ``done``), and a ``done`` share travels
-packed as columns (``columns.py``), or in a sketched run as a part and a sample (``sketch_share.py``). Ray is not imported here: ``ray_backend`` wraps this
-class with ``ray.remote`` when the backend is used.
+The actor runs :func:`worker.serve` (the very body every pool runs: one uvloop loop, one
+client, one job per phase) on a thread of its own, so a Ray run measures exactly what a
+run in processes measures; only the transport differs. ``send`` puts a message in,
+``poll`` takes out what the loop produced (heartbeat ticks, ``ready``, ``armed``, ``done``),
+and a ``done`` share travels packed as columns (``columns.py``; in a sketched run its
+sample). Ray is not imported here: ``pool.py`` wraps this class with ``ray.remote``.
 """
 
 from __future__ import annotations
@@ -20,35 +19,22 @@ import time
 import traceback
 from typing import Any, Optional
 
-from pytest_goodput.load.client import run
-from pytest_goodput.load.columns import pack
-from pytest_goodput.load.shard import STDERR_TAIL, serve
-from pytest_goodput.load.sketch_share import Sketcher, SketchPlan
+from pytest_goodput.load.client.event_loop import run
+from pytest_goodput.load.pools import STDERR_TAIL
+from pytest_goodput.load.pools.ray.columns import pack
+from pytest_goodput.load.worker import Message, serve
 
 
-class _Inbox:
-    """The receiving end ``_serve`` reads from (a pipe in the process backend)."""
-
-    def __init__(self, q: "queue.Queue[tuple[Any, ...]]") -> None:
-        self._q = q
-
-    def recv(self) -> tuple[Any, ...]:
-        return self._q.get()
-
-
-class _Outbox:
-    """The sending end ``_serve`` writes to; a finished share is packed as columns, or, in a
-    sketched run, parsed and shipped as a part of the run plus a sample (``sketch_share``)."""
-
-    def __init__(self, q: "queue.Queue[tuple[Any, ...]]", sketcher: Optional[Sketcher] = None) -> None:
-        self._q, self._sketcher = q, sketcher
-
-    def send(self, msg: tuple[Any, ...]) -> None:
-        if msg[0] == "done" and self._sketcher is not None:
-            msg = ("done", self._sketcher.share(msg[1], lambda n: self._q.put(("tick", n))), msg[2])
-        elif msg[0] == "done":
-            msg = ("done", pack(msg[1]), msg[2])
-        self._q.put(msg)
+def _packed(msg: Message) -> Message:
+    """A ``done`` share as columns (in a sketched run, its sample): a few flat arrays."""
+    if msg[0] != "done":
+        return msg
+    share = msg[1]
+    if isinstance(share, dict):  # sketched: a part of the run and a sample
+        share = {**share, "sample": pack(share["sample"])}
+    else:
+        share = pack(share)
+    return ("done", share, msg[2])
 
 
 def boot_id() -> str:
@@ -80,16 +66,15 @@ class LoadWorker:
         """This worker's wall and monotonic clocks, read back to back."""
         return time.time(), time.perf_counter()
 
-    def start(self, init_blob: bytes, k: int, sketch: Optional[SketchPlan] = None) -> None:
+    def start(self, init_blob: bytes, k: int) -> None:
         """Unpickle the ``Init`` and start worker ``k``'s loop; failures come back through ``poll``.
 
-        ``sketch``: the run is sketched; each phase's share is shipped as a part and a sample.
-        An actor kept from an earlier run (``ray_actors``) starts afresh: new queues, new loop.
+        An actor kept from an earlier run (``actors.py``) starts afresh: new queues, new loop.
         """
         if self._thread is not None and self._thread.is_alive():
             raise RuntimeError("this load worker is still running an earlier run")
         self._in, self._out = queue.Queue(), queue.Queue()
-        self._thread = threading.Thread(target=self._main, args=(init_blob, sketch), daemon=True,
+        self._thread = threading.Thread(target=self._main, args=(init_blob,), daemon=True,
                                         name=f"goodput-load-worker-{k + 1}")
         self._thread.start()
 
@@ -101,11 +86,13 @@ class LoadWorker:
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
-    def _main(self, init_blob: bytes, sketch: Optional[SketchPlan]) -> None:
+    def _main(self, init_blob: bytes) -> None:
+        async def receive() -> Message:
+            return self._in.get()  # blocks the loop between phases, when nothing is in flight
+
         try:
             init = pickle.loads(init_blob)
-            sketcher = None if sketch is None else Sketcher(sketch, init.spec, init.tokenizer)
-            run(serve(init, _Inbox(self._in), _Outbox(self._out, sketcher)))  # type: ignore[arg-type]
+            run(serve(init, receive, lambda msg: self._out.put(_packed(msg)), keep_wire=False))
         except BaseException:
             self._out.put(("error", traceback.format_exc()[-STDERR_TAIL:]))
 

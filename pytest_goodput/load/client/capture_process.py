@@ -1,6 +1,6 @@
 """The packet-capture process: kernel arrival stamps of the engine's segments, to a file.
 
-Run as ``python -m pytest_goodput.load.capture_process PORT FILE`` by
+Run as ``python -m pytest_goodput.load.client.capture_process PORT FILE`` by
 :class:`pytest_goodput.load.capture.PacketCapture`, in its own process so that it is not
 starved together with the client's event loop (it also asks for a raised priority). An
 ``AF_PACKET`` socket (every interface, ``SOCK_DGRAM``: records start at the network header)

@@ -1,0 +1,130 @@
+"""One load worker: one event loop and one client running its jobs of the plan, phase by phase.
+
+Every pool runs this body (in the coordinator's own loop, in a worker process, in a Ray
+actor); only how messages travel differs. Messages (tuples): ``init`` (the pool's own
+business) -> ``ready``; per phase ``job`` -> ``armed``, ``go(t0)`` -> ``tick(done)``
+(0.25-1 s apart) ... ``done(share, stats)``; ``stop``. A share is the raw exchanges, or in
+a sketched run a part of the run and a sample (``sketch.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterator, Optional
+
+from pytest_goodput.load.client.http import OpenAIClient
+from pytest_goodput.load.conversation import conversation_loop, open_conversations
+from pytest_goodput.load.health import SelfCheck
+from pytest_goodput.load.loops import ProgressTicker, Sender, closed_loop, open_loop
+from pytest_goodput.load.plan import Job, Supply, owned
+from pytest_goodput.load.requests.reasoning_controls import reasoning_body
+from pytest_goodput.load.sketch import Sketcher, SketchPlan
+from pytest_goodput.measure.exchange import RequestPlan
+from pytest_goodput.schema.spec import ScenarioSpec
+
+#: Keep-alive connections opened before a run starts (more are opened on demand).
+WARM_CONNECTIONS = 64
+#: Workers report at least this often while running a phase (the coordinator's silence rule).
+HEARTBEAT_S = 1.0
+#: Seconds between a worker's checks on its progress, for its heartbeat.
+BEAT_S = 0.25
+
+Message = tuple[Any, ...]
+Emit = Callable[[Message], None]
+Receive = Callable[[], Awaitable[Message]]
+
+
+@dataclass
+class Init:
+    """What a worker needs to open its client; tokenizer/dataset only when it may build prompts
+    (or parse its share, in a sketched run)."""
+
+    spec: ScenarioSpec
+    base_url: str
+    model: str
+    api_key_env: Optional[str]
+    pool: int
+    salt: Optional[int]
+    tokenizer: Any = None
+    dataset: Any = None
+    sketch: Optional[SketchPlan] = None
+
+
+def open_client(init: Init, keep_wire: bool) -> OpenAIClient:
+    """The client a worker measures with (``keep_wire``: keep raw bytes for packet capture)."""
+    spec = init.spec
+    return OpenAIClient(
+        init.base_url, init.model, api=spec.api, stream=spec.stream, api_key_env=init.api_key_env,
+        timeout_s=spec.timeout_s, max_connections=init.pool, ignore_eos=spec.ignore_eos,
+        extra_body=reasoning_body(spec), keep_wire=keep_wire,
+    )
+
+
+def _deadlines(plans: list[RequestPlan], t0: float) -> Iterator[RequestPlan]:
+    """The job's plans with ``t0`` added to their offsets, as the loop reaches them."""
+    for p in plans:
+        p.scheduled_at += t0
+        yield p
+
+
+async def _heartbeat(emit: Emit, prog: ProgressTicker) -> None:
+    last, quiet = -1, 0.0
+    while True:
+        await asyncio.sleep(BEAT_S)
+        quiet += BEAT_S
+        if prog.done != last or quiet >= HEARTBEAT_S:
+            emit(("tick", prog.done))
+            last, quiet = prog.done, 0.0
+
+
+class Worker:
+    """Runs one worker's jobs through ``client`` and reports what they sent."""
+
+    def __init__(self, init: Init, client: Sender, emit: Emit) -> None:
+        self.init, self.client, self.emit = init, client, emit
+        self.sketcher = None if init.sketch is None else Sketcher(init.sketch, init.spec, init.tokenizer)
+
+    async def _loop(self, job: Job, t0: float, check: SelfCheck, prog: ProgressTicker) -> list[Any]:
+        spec, init = self.init.spec, self.init
+        if job.open_loop and not job.conversations:
+            return await open_loop(self.client, _deadlines(job.plans, t0), check, prog, job.ceiling)
+        supply = Supply(spec, 0, init.tokenizer, init.dataset, init.salt, items=job.items or [])
+        if job.open_loop:
+            return await open_conversations(spec, self.client, supply, check, prog, job.arrivals, t0,
+                                            job.ceiling)
+        mine = owned(job.first, job.users, job.offset, job.total_users)
+        if job.conversations:
+            return await conversation_loop(spec, self.client, job.users, supply, check, prog, mine)
+        return await closed_loop(spec, self.client, job.users, supply, check, prog, first=job.first,
+                                 count=job.count, batch=job.batch, warmup=job.warmup,
+                                 budget=job.budget, t0=t0, indices=mine)
+
+    async def run_job(self, job: Job, t0: float) -> Message:
+        """Run ``job`` from the common start ``t0``: the ``done`` message, share and stats."""
+        prog = ProgressTicker(None, 0)
+        check = SelfCheck(open_loop=job.open_loop, mean_gap_s=job.mean_gap_s)
+        beat = asyncio.get_running_loop().create_task(_heartbeat(self.emit, prog))
+        check.start()
+        try:
+            out = await self._loop(job, t0, check, prog)
+        finally:
+            await check.stop()
+            beat.cancel()
+        if self.sketcher is not None:
+            return ("done", self.sketcher.share(out, lambda n: self.emit(("tick", n))), check.stats())
+        return ("done", out, check.stats())
+
+    async def serve(self, receive: Receive) -> None:
+        """Run jobs until ``stop``. Between phases nothing is in flight."""
+        while (msg := await receive())[0] == "job":
+            self.emit(("armed",))
+            go = await receive()
+            self.emit(await self.run_job(msg[1], go[1]))
+
+
+async def serve(init: Init, receive: Receive, emit: Emit, keep_wire: bool) -> None:
+    """A worker with a client of its own: open it and its first connections, then serve."""
+    async with open_client(init, keep_wire) as client:
+        emit(("ready", await client.open_connections(min(init.pool, WARM_CONNECTIONS))))
+        await Worker(init, client, emit).serve(receive)
