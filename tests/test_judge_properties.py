@@ -13,8 +13,10 @@ never read better:
 "Improves" is read on how a verdict reads the run (``judge_scenarios.reading``): *improved* <
 within the tolerance < worse but not shown < *regressed*; *underpowered* reads by its change.
 
-Each property held on these hand-built runs fails on the judge before failures were ranked
-(a baseline centre of +∞ from one failing session, docs/performance.md).
+Each is shown to fail when its bug is put back (docs/performance.md, "Judge: failures in
+percentiles"): the +∞ baseline centre (the issue case below; the first property at 40
+examples), failures dropped from percentiles (the second property), a repeat whose failures
+reach the percentile dropped from its session (the repeat case below).
 """
 
 from __future__ import annotations
@@ -167,3 +169,27 @@ def test_a_session_whose_failures_reach_the_percentile_counts_at_the_slowest_suc
     # the current run's failures reach it while a baseline session's did not: regressed
     worse = compare_metric(MetricDef.of("metrics.ttft_ms.p50"), base, [_samples([22.0, None, None, None])])
     assert worse.verdict == "regressed"
+
+
+def test_one_failing_baseline_session_does_not_invert_a_slower_run():
+    """Issue case: one of five sessions had 3 timeouts in 200 (its P99 reached by failures);
+    a current run twice as slow on every request, with no failure, was read *improved*."""
+    w, rng = Workload.draw(200, 1), np.random.default_rng(5)
+    base = [[run(w, rng)] for _ in range(4)] + [[run(w, rng, failed=[3, 50, 120])]]
+    cur = [run(w, rng, ttft_factor=2.0, tpot_factor=2.0)]
+    for strict in (False, True):
+        out, v, fails = verdicts(spec(200, attainment=0.95, max_error_rate=0.02), base, cur,
+                                 Policy(strict=strict))
+        assert v["metrics.ttft_ms.p99"] == v["metrics.tpot_ms.p99"] == "regressed" and fails
+
+
+def test_a_repeat_whose_failures_reach_the_percentile_is_never_left_out():
+    """A/A with two repeats, then one repeat failing its five slowest requests (its P99 of 200
+    reached by failures, no baseline session's): *regressed*, never the other repeat's pass."""
+    w, rng = Workload.draw(200, 2), np.random.default_rng(9)
+    base = [[run(w, rng), run(w, rng)] for _ in range(3)]
+    same = [run(w, rng), run(w, rng)]
+    failing = [same[0], _with_failures(same[1], _slowest(same[1], 5))]
+    before = readings(verdicts(spec(200), base, same)[0])
+    after = readings(verdicts(spec(200), base, failing)[0])
+    assert before["metrics.ttft_ms.p99"] <= 2 and after["metrics.ttft_ms.p99"] == 3

@@ -155,10 +155,9 @@ def test_the_judge_names_the_change_and_strict_mode_fails_it():
     outcome = judge("t.py::test_a", short, base, Policy())
     assert outcome.baseline_status == "compared" and outcome.workload.prompts == "same"
     assert outcome.workload_changes[0].startswith("outputs are 41 % shorter")
-    # TTFT and TPOT did not move: no verdict regressed (the medians, at 4 requests against one
-    # session, are underpowered), and the status names the change
+    # TTFT and TPOT did not move: no verdict regressed (at 4 requests against one session the
+    # latencies are underpowered: the prior spread dominates), and the status names the change
     assert all(c.change == 0.0 and c.verdict in ("pass", "underpowered") for c in outcome.comparisons)
-    assert {c.verdict for c in outcome.comparisons if c.metric.endswith("p99")} == {"pass"}
     assert outcome.status == "workload-changed"
     assert not fails(outcome, Policy())  # the change is named, it fails in strict mode only
     assert fails(outcome, Policy(strict=True))
