@@ -157,7 +157,9 @@ def test_chat_role_first_and_reasoning(srv: RefServer) -> None:
     ids=["crlf-comments", "cr", "split", "no-done", "usage-in-last", "multi-token"],
 )
 def test_stream_variants(srv: RefServer, opts: dict) -> None:
-    (ex,) = send(url(srv), n=7, extra_body={"refserver": opts})
+    # 40 ms between chunks: what is decided is the parsing of each variant, so two chunks must
+    # not share one read even when a busy machine delays the client (as 10 ms gaps can).
+    (ex,) = send(url(srv), n=7, extra_body={"refserver": {"itl_ms": 40.0, **opts}})
     r = rec(ex)
     assert r.ok, r.error_detail
     assert (r.output_tokens, r.token_count_source) == (7, "usage")
