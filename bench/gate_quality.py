@@ -3,8 +3,9 @@
 Each trial records a baseline the way ``--goodput-update-baseline`` does (``--sessions``
 sessions, each ``--repeats`` runs) and then gates one current session (``--repeats`` runs)
 per arm, all of the same scenario: ``--requests`` requests arriving as a Poisson stream at
-``--rate`` (one fixed schedule, as the load generator precomputes it from the spec seed),
-served by the simulator model (:mod:`pytest_goodput.sim.model`) with lognormal step jitter (a
+``--rate`` (one fixed schedule, as the load generator precomputes it from the spec seed), of
+mixed prompt lengths — ``--long-frac`` (20 %) of them ``--long-isl`` tokens long, the rest
+``--isl``, the long ones dominating the TTFT tail — served by the simulator model (:mod:`pytest_goodput.sim.model`) with lognormal step jitter (a
 fresh seed per run). Machine state is a lognormal slowdown per *session*, shared by its
 repeats, plus a small one per run: repeats of one session are correlated, as on a real
 machine. Two noise settings (``--settings``):
@@ -16,13 +17,16 @@ machine. Two noise settings (``--settings``):
 Arms (each against the same baseline): A/A; goodput −10 % (the engine 10 % slower under the
 bench's SLOs); P99 TTFT +20 %; P99 TPOT +20 %; error rate 0 → 2 % (random requests fail);
 bimodal (half the requests 30 % slower); failures for latency (the slowest 4 % of requests
-time out instead, with ``max_error_rate=0.05`` so the SLO allows it). For each arm it prints
+time out instead, with ``max_error_rate=0.05`` so the SLO allows it); short prompts slower
+(the 80 % short requests get TTFT ×2.5 and TPOT +30 %, the long ones unchanged: a
+regression most users feel, which the medians must catch). For each arm it prints
 how often the gate judged the metric *regressed*, and how often the test failed — default
 mode (a regression or a broken error-rate SLO) and strict mode (also inconclusive or
-underpowered) — with 95 % Wilson intervals. Gated metrics: the server scenario's defaults
-with SLOs (goodput, P99 TTFT, P99 TPOT) and the error rate, which is always compared.
+underpowered) — with 95 % Wilson intervals. Gated metrics: the server scenario's default
+gate with per-request SLOs, from the registry (``registry.default_gate``: goodput, P50 and
+P99 TTFT, P50 and P99 TPOT), and the error rate, which is always compared.
 
-    python bench/gate_quality.py                         # defaults: about 6 minutes on 2 cores
+    python bench/gate_quality.py                         # defaults: about 10 minutes on 2 cores
     python bench/gate_quality.py --sessions 3 --trials 200
 
 ``--drift`` compares the stored-baseline gate with A/B mode on a machine whose speed drifts
@@ -49,17 +53,24 @@ from pytest_goodput.judge.verdicts import CONFIDENCE, POWER_ALPHA, MetricDef, co
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.spec import build_spec
 from pytest_goodput.sim.model import SimRequest, simulate
 from pytest_goodput.sim.profile import SimProfile
 from pytest_goodput.stats import wilson_interval
 
-GATED = ("goodput.requests_per_s", "metrics.ttft_ms.p99", "metrics.tpot_ms.p99", "error_rate")
+#: The bench's scenario as a marker would state it: a server test with per-request SLOs.
+SPEC = build_spec(dict(scenario="server", rate=8.0, requests=240, repeats=2, isl=128, osl=64,
+                       ttft_ms=20.0, tpot_ms=9.5))
+#: What the gate judges for it: the registry's default gate, and the error rate (always).
+GATED = (*registry.default_gate(SPEC), "error_rate")
+SHORT_SLOWER = "short 80% slower"
 ARMS = ("A/A", "goodput -10%", "P99 TTFT +20%", "P99 TPOT +20%", "errors 0->2%", "bimodal 50% x1.3",
-        "failures for latency")
+        "failures for latency", SHORT_SLOWER)
 #: The metric each arm is about (its detection row); the test-level rows count every metric.
 ARM_METRIC = {"goodput -10%": "goodput.requests_per_s", "P99 TTFT +20%": "metrics.ttft_ms.p99",
               "P99 TPOT +20%": "metrics.tpot_ms.p99", "errors 0->2%": "error_rate",
-              "bimodal 50% x1.3": "metrics.tpot_ms.p99", "failures for latency": "error_rate"}
+              "bimodal 50% x1.3": "metrics.tpot_ms.p99", "failures for latency": "error_rate",
+              SHORT_SLOWER: "metrics.ttft_ms.p50"}
 SETTINGS: dict[str, tuple[float, float]] = {  # name: (session CV, step jitter σ)
     "measured": (0.002, 0.01),
     "stress": (0.03, 0.05),
@@ -72,6 +83,16 @@ def _factor(rng: np.random.Generator, cv: float) -> float:
     return float(math.exp(rng.normal(-s2 / 2.0, math.sqrt(s2))))
 
 
+def prompt_lengths(args: argparse.Namespace) -> np.ndarray:
+    """Each request's ISL: a fixed ``long_frac`` of the schedule (chosen by the schedule seed,
+    the same requests in every run) is ``long_isl`` tokens long, the rest ``isl``."""
+    n, isl = args.requests, np.full(args.requests, args.isl)
+    k = int(round(getattr(args, "long_frac", 0.0) * n))
+    if k:
+        isl[np.random.default_rng([args.schedule_seed, 1]).permutation(n)[:k]] = args.long_isl
+    return isl
+
+
 def one_run(args: argparse.Namespace, noise_seed: int, slowdown: float, arm: str,
             rng: np.random.Generator, speed: Callable[[float], float] | None = None) -> Samples:
     """One simulated run of the bench scenario, as the per-request samples a baseline stores;
@@ -79,7 +100,8 @@ def one_run(args: argparse.Namespace, noise_seed: int, slowdown: float, arm: str
     srng = np.random.default_rng(args.schedule_seed)
     arrivals = np.concatenate(([0.0], np.cumsum(srng.exponential(1.0 / args.rate, args.requests - 1))))
     profile = SimProfile(noise_sigma=args.noise_sigma, seed=noise_seed, slowdown=slowdown)
-    lines = simulate(profile, [SimRequest(i, args.isl, args.osl, float(t)) for i, t in enumerate(arrivals)],
+    isl = prompt_lengths(args)
+    lines = simulate(profile, [SimRequest(i, int(isl[i]), args.osl, float(t)) for i, t in enumerate(arrivals)],
                      speed)
     ttft = np.array([1e3 * x.ttft for x in lines])
     tpot = np.array([1e3 * x.tpot for x in lines])
@@ -93,12 +115,18 @@ def one_run(args: argparse.Namespace, noise_seed: int, slowdown: float, arm: str
         ok &= rng.random(n) >= 0.02
     elif arm == "failures for latency":
         ok &= e2e < np.quantile(e2e, 0.96)
+    elif arm == SHORT_SLOWER:  # the short prompts only: TTFT x2.5, every later token +30 %
+        short = isl == args.isl
+        decode = e2e - ttft
+        ttft = np.where(short, ttft * 2.5, ttft)
+        tpot = np.where(short, tpot * 1.3, tpot)
+        e2e = np.where(short, ttft + decode * 1.3, e2e)
     good = (ttft <= args.ttft_slo) & (tpot <= args.tpot_slo) & ok
     window = float(arrivals[-1] - arrivals[0]) if n > 1 else 0.0
     none = lambda x: [float(v) if o else None for v, o in zip(x, ok)]  # noqa: E731
     return Samples(window_s=window, ok=ok.tolist(), good=good.tolist(), ttft_ms=none(ttft),
                    tpot_ms=none(tpot), e2e_ms=none(e2e),
-                   output_tokens=[args.osl if o else 0 for o in ok], prompt_tokens=[args.isl] * n)
+                   output_tokens=[args.osl if o else 0 for o in ok], prompt_tokens=[int(x) for x in isl])
 
 
 def session(args: argparse.Namespace, seeds: Any, rng: np.random.Generator, effect: float,
@@ -180,9 +208,11 @@ def _report(name: str, args: argparse.Namespace, results: list[dict[str, Any]]) 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trials", type=int, default=400)
-    p.add_argument("--requests", type=int, default=200, help="as the README's marker")
+    p.add_argument("--requests", type=int, default=240, help="per run, as the README's marker")
     p.add_argument("--rate", type=float, default=8.0, help="req/s, as the README's marker (knee ~17)")
-    p.add_argument("--isl", type=int, default=128)
+    p.add_argument("--isl", type=int, default=128, help="prompt tokens of the short requests")
+    p.add_argument("--long-isl", type=int, default=512, help="prompt tokens of the long requests")
+    p.add_argument("--long-frac", type=float, default=0.2, help="share of long requests")
     p.add_argument("--osl", type=int, default=64)
     p.add_argument("--ttft-slo", type=float, default=20.0, help="ms, per request (goodput)")
     p.add_argument("--tpot-slo", type=float, default=9.5, help="ms, per request (goodput)")
@@ -233,10 +263,11 @@ def main() -> None:
 
         registry.metric = scaled  # type: ignore[assignment]
     t0 = time.perf_counter()
-    print(f"gate quality: {args.requests} requests at {args.rate:g} req/s, {args.sessions} baseline "
+    print(f"gate quality: {args.requests} requests at {args.rate:g} req/s ({args.long_frac:.0%} of ISL "
+          f"{args.long_isl}, the rest {args.isl}), {args.sessions} baseline "
           f"sessions x {args.repeats} run(s), one current session, confidence {args.confidence:g}, "
           f"prior {args.prior_runs:g} pseudo-sessions x{args.prior_scale:g}, power alpha "
-          f"{args.power_alpha:g}")
+          f"{args.power_alpha:g}; gated: {', '.join(GATED)}")
     for name in args.settings.split(","):
         a = argparse.Namespace(**vars(args))
         a.session_cv, a.noise_sigma = SETTINGS[name]

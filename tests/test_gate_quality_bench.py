@@ -1,5 +1,7 @@
-"""Machine drift (sim/drift.py), its hook in the simulator model, and the drift comparison of
-bench/gate_quality.py (stored baseline against A/B mode), run with tiny trial counts."""
+"""Machine drift (sim/drift.py), its hook in the simulator model, the drift comparison of
+bench/gate_quality.py (stored baseline against A/B mode), the gate-quality trial itself (the
+registry's default gate, the mixed-length workload, the median arm) and bench/judge_cases.py,
+run with tiny trial counts."""
 
 from __future__ import annotations
 
@@ -167,3 +169,71 @@ def test_ab_stopping_replays_exactly_what_run_ab_decides(gate_drift) -> None:  #
     assert ab_stopping.parse_rule("obf:pocock@0.1").clear_alpha == 0.1
     with pytest.raises(SystemExit, match="unknown split"):
         ab_stopping.parse_rule("linear")
+
+
+@pytest.fixture
+def gate_quality(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.syspath_prepend(str(BENCH))
+    import gate_quality
+
+    return gate_quality
+
+
+def test_the_bench_gates_the_registry_default_gate_with_the_medians(gate_quality) -> None:  # type: ignore[no-untyped-def]
+    from pytest_goodput.schema import registry
+
+    assert gate_quality.GATED == (*registry.default_gate(gate_quality.SPEC), "error_rate")
+    assert {"metrics.ttft_ms.p50", "metrics.tpot_ms.p50", "goodput.requests_per_s"} <= set(gate_quality.GATED)
+    assert gate_quality.SPEC.requests == 240 and gate_quality.SPEC.repeats == 2  # the README marker
+
+
+def test_the_workload_mixes_prompt_lengths_fixed_by_the_schedule(gate_quality) -> None:  # type: ignore[no-untyped-def]
+    args = _bench_args(requests=240, long_isl=512, long_frac=0.2)
+    isl = gate_quality.prompt_lengths(args)
+    assert (isl == 512).sum() == 48 and (isl == 128).sum() == 192
+    assert (gate_quality.prompt_lengths(args) == isl).all()  # the same requests in every run
+    assert (gate_quality.prompt_lengths(_bench_args()) == 128).all()  # without long_frac: one length
+    import numpy as np
+
+    run = gate_quality.one_run(args, 1, 1.0, "A/A", np.random.default_rng(0))
+    assert run.prompt_tokens == [int(x) for x in isl]
+    ttft = np.array(run.ttft_ms)
+    assert np.median(ttft[isl == 512]) > np.quantile(ttft[isl == 128], 0.9)  # the long ones hold the tail
+    slow = gate_quality.one_run(args, 1, 1.0, gate_quality.SHORT_SLOWER, np.random.default_rng(0))
+    short = isl == 128
+    assert np.array(slow.ttft_ms)[short] == pytest.approx(2.5 * ttft[short])
+    assert np.array(slow.tpot_ms)[short] == pytest.approx(1.3 * np.array(run.tpot_ms)[short])
+    assert np.array(slow.ttft_ms)[~short] == pytest.approx(ttft[~short])
+
+
+def test_a_trial_passes_a_a_and_fails_the_median_arm(gate_quality) -> None:  # type: ignore[no-untyped-def]
+    args = _bench_args(requests=60, long_isl=512, long_frac=0.2, seed=2026, session_cv=0.002,
+                       tpot_slowdown=1.5)
+    r = gate_quality.trial((args, 0))
+    assert set(r) == set(gate_quality.ARMS)
+    assert set(r["A/A"]["verdicts"]) == set(gate_quality.GATED)
+    assert not r["A/A"]["fails"] and "regressed" not in r["A/A"]["verdicts"].values(), r["A/A"]
+    med = r[gate_quality.SHORT_SLOWER]
+    assert med["fails"] and med["strict"]
+    assert med["verdicts"]["metrics.ttft_ms.p50"] == "regressed", med["verdicts"]
+    assert med["verdicts"]["metrics.tpot_ms.p50"] == "regressed", med["verdicts"]
+    for arm in ("goodput -10%", "P99 TTFT +20%", "errors 0->2%"):
+        assert r[arm]["fails"], (arm, r[arm]["verdicts"])
+    assert r[arm]["verdicts"]["error_rate"] == "regressed"
+
+
+def test_judge_cases_reproduce_the_fixed_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import judge_cases
+
+    one = judge_cases.case_failure_in_one_session(0)
+    for mode in ("default", "strict"):
+        verdicts, failed = one[mode][0], one[mode][1]
+        assert failed and verdicts["metrics.ttft_ms.p99"] == verdicts["metrics.tpot_ms.p99"] == "regressed"
+    six = judge_cases.case_short_prompts_slower(0)
+    assert six["default"][1] and six["default"][0]["metrics.ttft_ms.p50"] == "regressed"
+    seven = judge_cases.case_readme_marker(0)
+    assert seven["strict"] == ({"ttft_p99_ms": "proven", "tpot_p99_ms": "proven"}, False)
+    four = judge_cases.case_one_failure_in_400(0)
+    assert all(v is not None and v < float("inf") for m, v in four["strict"][2].items()
+               if m in judge_cases.P99)  # one failure in 400 leaves the P99s decidable
