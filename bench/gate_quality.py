@@ -26,7 +26,7 @@ underpowered) — with 95 % Wilson intervals. Gated metrics: the server scenario
 gate with per-request SLOs, from the registry (``registry.default_gate``: goodput, P50 and
 P99 TTFT, P50 and P99 TPOT), and the error rate, which is always compared.
 
-    python bench/gate_quality.py                         # defaults: about 10 minutes on 2 cores
+    python bench/gate_quality.py                         # defaults: ~25 min of 2 idle cores
     python bench/gate_quality.py --sessions 3 --trials 200
 
 ``--drift`` compares the stored-baseline gate with A/B mode on a machine whose speed drifts
