@@ -43,17 +43,18 @@ def _same(a: tuple[Optional[float], Optional[str]], b: tuple[Optional[float], Op
 
 def sittings(recorded_at: Sequence[Optional[str]], client_cpus: Sequence[Optional[str]],
              current_at: Optional[str], current_cpu: Optional[str]) -> Optional[Sittings]:
-    """Group the baseline's sessions (oldest first) into sittings; None when no session's
-    time is known (runs built by hand: nothing to say about sittings).
+    """Group the baseline's sessions (oldest first) into sittings; None when the run's time
+    or every session's is unknown (nothing to say about sittings: judged without the term).
 
     Sessions join the sitting of the session before them when close in time on one client
     CPU (a recording of five sessions spans minutes); the judged run is in a sitting when it
-    is close to one of its sessions, and a run of unknown time is taken for a new one (a
-    stored baseline judged later, as the ``compare`` command does).
+    is close to one of its sessions. A run's time is known to the gate, which stamps it; a
+    run file read by ``compare`` carries none, so the CLI judges it as the gate judges a run
+    in its baseline's sitting.
     """
     cpus = list(client_cpus) + [None] * (len(recorded_at) - len(client_cpus))
     keys = [(_time(t), c) for t, c in zip(recorded_at, cpus)]
-    if not any(k[0] is not None for k in keys):
+    if _time(current_at) is None or not any(k[0] is not None for k in keys):
         return None
     count = 0
     for i, key in enumerate(keys):

@@ -8,9 +8,10 @@ coordinator's. Each pool is imported only by the coordinator and none imports an
 
 from __future__ import annotations
 
-from typing import NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
-from pytest_goodput.load.worker import Init, Message
+if TYPE_CHECKING:  # the worker module loads the streaming client; collection must not
+    from pytest_goodput.load.worker import Init, Message
 
 #: A worker must start, open its client and pre-open connections within this many seconds
 #: (and a blocking call on a worker answer within as long).
