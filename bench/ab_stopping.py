@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from gate_drift import DRIFT_ARMS, DRIFT_METRIC, _arms, ab_runner, ab_spec, clopper_pearson  # noqa: E402
 from gate_quality import GATED  # noqa: E402
+from test_ab_properties import samples as _samples  # noqa: E402  (the tests' failing runs)
 
 from pytest_goodput.judge.ab import DEFAULT_RULE, RULES, StoppingRule, analyse  # noqa: E402
 from pytest_goodput.judge.values import metric_value  # noqa: E402
@@ -176,17 +178,6 @@ def normal_cases(args: argparse.Namespace) -> None:
                 f"{100 * counts[k] / n:>{w}.2f}%" for k, w in (("early", 15), ("regressed", 9),
                                                               ("pass", 7), ("undecided", 9)))
                   + f"{used / n:>12.2f}")
-
-
-def _samples(rng: random.Random, n: int, failed: int, slow: float) -> Samples:
-    """``n`` requests, the last ``failed`` timed out; TTFT and TPOT lognormal × ``slow``."""
-    ttft = [slow * 40.0 * math.exp(rng.gauss(0.0, 0.3)) for _ in range(n)]
-    tpot = [slow * 8.0 * math.exp(rng.gauss(0.0, 0.2)) for _ in range(n)]
-    ok = [i < n - failed for i in range(n)]
-    return Samples(window_s=20.0, ok=ok, ttft_ms=[t if o else None for t, o in zip(ttft, ok)],
-                   tpot_ms=[t if o else None for t, o in zip(tpot, ok)],
-                   e2e_ms=[t if o else None for t, o in zip(ttft, ok)],
-                   output_tokens=[64 if o else 0 for o in ok], prompt_tokens=[128] * n)
 
 
 def failure_cases(args: argparse.Namespace) -> None:

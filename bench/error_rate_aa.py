@@ -22,8 +22,8 @@ Trials are seeded per cell, so the code before a change sees the same trials as 
 
     python bench/error_rate_aa.py                         # the product as installed
     python bench/error_rate_aa.py --exact --trials 0      # the exact A/A table alone
-    git archive <commit> pytest_goodput | tar -x -C /tmp/before
-    PYTHONPATH=/tmp/before python bench/error_rate_aa.py  # the code of <commit>
+    mkdir -p before && git archive <commit> pytest_goodput | tar -x -C before
+    PYTHONPATH=before python bench/error_rate_aa.py       # the code of <commit>
 """
 
 from __future__ import annotations

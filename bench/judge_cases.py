@@ -19,8 +19,8 @@ rate: its window is the arrival span, the same however fast the engine is.
 Run it against an older tree to see "before"::
 
     python bench/judge_cases.py --trials 20
-    git archive 281342e pytest_goodput | tar -x -C /tmp/before
-    PYTHONPATH=/tmp/before python bench/judge_cases.py --trials 20
+    mkdir -p before && git archive 281342e pytest_goodput | tar -x -C before
+    PYTHONPATH=before python bench/judge_cases.py --trials 20
 """
 
 from __future__ import annotations

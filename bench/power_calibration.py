@@ -24,8 +24,8 @@ sessions, P99 TTFT) through the public ``judge()`` with Evidence objects.
 Trials are seeded per cell, so the code before a change sees the same trials as after:
 
     nice python bench/power_calibration.py --trials 200
-    git archive <commit> pytest_goodput | tar -x -C /tmp/before
-    PYTHONPATH=/tmp/before nice python bench/power_calibration.py --trials 200
+    mkdir -p before && git archive <commit> pytest_goodput | tar -x -C before
+    PYTHONPATH=before nice python bench/power_calibration.py --trials 200
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import zlib
 from array import array
 from collections import Counter
 
+import fake_selfcheck
 import pytest
 
 import pytest_goodput.load.coordinator  # imported before pytester's in-process runs
@@ -266,7 +267,8 @@ def test_plugin_rejects_a_bad_address(pytester):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "pytest_goodput", "run", *args],
+    """The CLI with a passing self-check: what is decided here is Ray's wiring, not validity."""
+    return subprocess.run(fake_selfcheck.cli("run", *args),
                           capture_output=True, text=True, timeout=240, check=False)
 
 
@@ -274,7 +276,7 @@ def test_cli_runs_on_a_local_ray_runtime(sim_url, tmp_path):
     out = tmp_path / "r.json"
     p = _cli("--url", sim_url, "--ray", "local", "--workers", "2", "--scenario", "server",
              "--rate", "20", "--requests", "20", "--isl", "8", "--osl", "4", "--json", str(out))
-    assert p.returncode in (0, 3), p.stderr[-3000:]  # 3: the self-check found the busy machine late
+    assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(out.read_text())
     assert r["spec"]["backend"] == "ray" and r["client"]["workers"] == 2 and r["completed"] == 20
     assert sum("clock offset" in n for n in r["client"]["notes"]) == 2
@@ -285,12 +287,12 @@ def test_cli_runs_on_a_local_ray_runtime(sim_url, tmp_path):
 
 def test_ab_runs_both_sides_load_on_ray(sim_url, tmp_path):
     out = tmp_path / "ab.json"
-    p = subprocess.run([sys.executable, "-m", "pytest_goodput", "ab", "--base-url", sim_url,
+    p = subprocess.run([*fake_selfcheck.cli("ab"), "--base-url", sim_url,
                         "--head-url", sim_url, "--ray", "local", "--workers", "2", "--scenario",
                         "concurrency", "--concurrency", "4", "--requests", "20", "--isl", "8", "--osl",
                         "4", "--min-rounds", "2", "--max-rounds", "2", "--tolerance", "0.5", "--json", str(out)],
                        capture_output=True, text=True, timeout=240, check=False)
-    assert p.returncode in (0, 3), p.stdout + p.stderr[-3000:]  # 3: the busy machine set the pace
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     r = json.loads(out.read_text())
     assert r["spec"]["backend"] == "ray" and r["spec"]["workers"] == 2 and len(r["rounds"]) == 2
     assert "regressed" not in [c["verdict"] for c in r["comparisons"]]  # one engine on both sides
