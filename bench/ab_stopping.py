@@ -43,7 +43,6 @@ from pytest_goodput.judge.values import metric_value  # noqa: E402
 from pytest_goodput.judge.verdicts import MetricDef  # noqa: E402
 from pytest_goodput.run.ab import ab_metrics, run_ab  # noqa: E402
 from pytest_goodput.schema.ab import ABRound  # noqa: E402
-from pytest_goodput.schema.results import Samples  # noqa: E402
 
 UNDECIDED = ("inconclusive", "underpowered")
 
