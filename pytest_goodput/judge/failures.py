@@ -33,8 +33,8 @@ def stand_ins(kind: str, path: str, sessions: Sessions, current_runs: Sequence[S
     top_b = slowest_success(base_runs, path)
     top_c = slowest_success(current_runs, path)
     fail_b = top_b if top_b is not None else math.inf
-    fail_c = max(v for v in (top_b, top_c, -math.inf) if v is not None)
-    fail_c = fail_c if math.isfinite(fail_c) else math.inf
+    tops = [v for v in (top_b, top_c) if v is not None]
+    fail_c = max(tops) if tops else math.inf
     reached_b = sum(group_value(s, path) == math.inf for s in sessions)
     return (fail_b, fail_c), (reached_b, group_value(current_runs, path) == math.inf)
 
