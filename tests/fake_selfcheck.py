@@ -4,7 +4,10 @@ On a busy shared machine a real run can be invalid (the client, not the engine, 
 whatever the product does; a test of placement, of a trace's shape or of a gate's wiring
 should then decide one outcome, not accept "passed or invalid" nor retry until valid. The
 self-check still runs and its reasons are kept as notes; only its verdict is forced valid.
-Tests whose subject is validity use the real check.
+
+Every integration test has it (tests/conftest.py), in its own process and, through
+``tests/selfcheck_site/sitecustomize.py``, in the Python processes it starts. Tests whose
+subject is validity are marked ``real_selfcheck`` and use the real check.
 
 ``install(monkeypatch)`` in this process (pytester's in-process sessions included);
 ``cli(*args)`` is ``python -m pytest_goodput *args`` with the same check.
@@ -14,13 +17,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
-import pytest_goodput.load.health as check
-import pytest_goodput.measure.metrics as metrics
+#: The verdicts, by module: the run's own, and its loop lag judged again against the latencies.
+VERDICTS = {"pytest_goodput.load.health": ("judge", "judge_workers"),
+            "pytest_goodput.measure.metrics": ("judge_loop_lag",)}
 
-#: The verdicts: the run's own, and its loop lag judged again against the latencies measured.
-VERDICTS = ((check, "judge"), (check, "judge_workers"), (metrics, "judge_loop_lag"))
+#: The note a forced verdict leaves, before the reason the real check gave.
+FORCED = "self-check forced valid by the test: "
+
+#: Verdicts forced valid in this process (reported after the project's test sessions).
+forced: list[str] = []
 
 CLI = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
        "import fake_selfcheck; fake_selfcheck.install(); "
@@ -29,12 +37,17 @@ CLI = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}
 
 def passing(judge: Callable[..., Any]) -> Callable[..., Any]:
     """``judge`` with an invalid verdict turned valid, its reasons kept as notes."""
+    if getattr(judge, "forced_valid", False):
+        return judge
+
     def judged_valid(*args: Any, **kwargs: Any) -> Any:
         health = judge(*args, **kwargs)
         if health.valid:
             return health
-        kept = [f"self-check forced valid by the test: {r}" for r in health.reasons]
+        kept = [f"{FORCED}{r}" for r in health.reasons]
+        forced.extend(health.reasons)
         return health.model_copy(update={"valid": True, "reasons": [], "notes": [*health.notes, *kept]})
+    judged_valid.forced_valid = True  # type: ignore[attr-defined]
     return judged_valid
 
 
@@ -43,11 +56,18 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-c", CLI, *args]
 
 
-def install(monkeypatch: Any = None) -> None:
-    """Force this process's self-check verdicts valid (until ``monkeypatch`` undoes it)."""
-    for module, name in VERDICTS:
+def patch(module: ModuleType, monkeypatch: Any = None) -> None:
+    """Force ``module``'s self-check verdicts valid (until ``monkeypatch`` undoes it)."""
+    for name in VERDICTS[module.__name__]:
         fake = passing(getattr(module, name))
         if monkeypatch is None:
             setattr(module, name, fake)
         else:
             monkeypatch.setattr(module, name, fake)
+
+
+def install(monkeypatch: Any = None) -> None:
+    """Force this process's self-check verdicts valid (until ``monkeypatch`` undoes it)."""
+    import importlib
+    for name in VERDICTS:
+        patch(importlib.import_module(name), monkeypatch)

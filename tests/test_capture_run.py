@@ -96,6 +96,7 @@ class _BlockedLoop:
         monkeypatch.setattr(health.SelfCheck, "stop", patched_stop)
 
 
+@pytest.mark.real_selfcheck
 @pytest.mark.skipif(unavailable("http://127.0.0.1:1") is not None,
                     reason="packet capture needs CAP_NET_RAW (root)")
 def test_a_blocked_loop_invalidates_the_run_only_without_capture(

@@ -150,7 +150,11 @@ def _burn(stop):
         x += 1
 
 
-def test_self_check_flags_a_starved_client_and_passes_a_light_one(sim_url):
+@pytest.mark.real_selfcheck
+def test_self_check_flags_a_starved_client(sim_url):
+    """A thread holding the GIL delays the event loop by a switch interval at every turn: the
+    real self-check calls the run invalid on any machine. (A light run's valid verdict depends on
+    the machine's neighbours; the fast tier judges it from fixed stats.)"""
     spec = ScenarioSpec(scenario="server", rate=40, requests=60, isl=8, osl=8)
     stop = threading.Event()
     burner = threading.Thread(target=_burn, args=(stop,), daemon=True)
@@ -162,10 +166,6 @@ def test_self_check_flags_a_starved_client_and_passes_a_light_one(sim_url):
         burner.join()
     assert not starved.client.valid
     assert any("lag" in reason or "CPU" in reason for reason in starved.client.reasons)
-    # A light run is valid; the machine is shared, so allow a noisy neighbour two retries.
-    healthy = [run_scenario(spec, sim_url, "sim").client for _ in range(3)]
-    assert any(h.valid for h in healthy), [h.reasons for h in healthy]
-    assert all(h.cpu_utilization < 0.5 for h in healthy)
 
 
 def test_cpu_is_not_judged_over_a_few_milliseconds():
