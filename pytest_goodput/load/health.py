@@ -13,7 +13,10 @@ measure three things and judge them against the thresholds documented in
 * CPU utilization: process CPU seconds / wall seconds (all threads, in cores), judged only
   over a run of at least ``CPU_MIN_WALL_S`` and only when the engine answered most requests:
   a closed loop re-sends at once after an instant failure, so against a dead engine it
-  spins, and that is the engine's failure, not a saturated client.
+  spins, and that is the engine's failure, not a saturated client;
+* stalls: one long stall moves no P99 of the loop's samples, so the requests each stall
+  delayed are found (``stalls.py``) and counted (``measure.stall_rule``): more than
+  ``STALL_SHARE`` of the measured requests delayed beyond the limits makes the run invalid.
 
 With packet-capture receive times (``docs/capture.md``, ``exact_receive``) a late loop no
 longer delays any receive time the metrics use: its lag is reported in ``notes``, not held
@@ -37,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from pytest_goodput.load.stalls import request_delays
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.metrics import (
     LOOP_LAG_CEILING_MS,
@@ -45,6 +49,7 @@ from pytest_goodput.measure.metrics import (
     loop_lag_limit_ms,
     loop_lag_reason,
 )
+from pytest_goodput.measure.stall_rule import STALL_MIN_MS, Delay, delayed_count, stall_reason, too_many
 from pytest_goodput.schema.results import ClientHealth
 
 LOOP_TICK_S = 0.005
@@ -72,6 +77,8 @@ class LoopLagMonitor:
     def __init__(self, tick_s: float = LOOP_TICK_S) -> None:
         self.tick_s = tick_s
         self.lags_ms: list[float] = []
+        #: (deadline, woke) of each wake-up later than ``STALL_MIN_MS``, on perf_counter
+        self.stalls: list[tuple[float, float]] = []
         self._task: Optional[asyncio.Task[None]] = None
 
     async def _run(self) -> None:
@@ -82,6 +89,8 @@ class LoopLagMonitor:
             await asyncio.sleep(max(0.0, deadline - clock()))
             now = clock()
             self.lags_ms.append((now - deadline) * 1e3)
+            if now - deadline > STALL_MIN_MS / 1e3:
+                self.stalls.append((deadline, now))
             if now - deadline > self.tick_s:  # fell behind: re-anchor instead of bursting
                 deadline = now
 
@@ -112,6 +121,9 @@ class SelfCheck:
     requests: int = 0
     failed: int = 0
     retries: int = 0
+    #: measured (not warm-up) requests, and the open-loop send lags over their limit by index
+    measured: int = 0
+    late_sends_ms: dict[int, float] = field(default_factory=dict)
     _wall0: float = 0.0
     _cpu0: float = 0.0
     wall_s: float = 0.0
@@ -127,23 +139,32 @@ class SelfCheck:
         self.wall_s = time.perf_counter() - self._wall0
         self.cpu_s = time.process_time() - self._cpu0
 
-    def record_send(self, allowed_at: float, sent_at: Optional[float]) -> None:
-        """Note one request's client send lag: written at ``sent_at``, allowed at ``allowed_at``."""
-        if sent_at is not None:
-            self.send_lags_ms.append(max(0.0, sent_at - allowed_at) * 1e3)
+    def record_send(self, allowed_at: float, sent_at: Optional[float]) -> Optional[float]:
+        """Note one request's client send lag (ms): written at ``sent_at``, allowed at ``allowed_at``."""
+        if sent_at is None:
+            return None
+        lag = max(0.0, sent_at - allowed_at) * 1e3
+        self.send_lags_ms.append(lag)
+        return lag
 
     def record_exchange(self, allowed_at: float, ex: RawExchange) -> None:
         """Note one finished request: its send lag, whether the engine failed it, its retries."""
-        self.record_send(allowed_at, ex.sent_at)
+        lag = self.record_send(allowed_at, ex.sent_at)
+        if not ex.plan.warmup:
+            self.measured += 1
+            if self.open_loop and lag is not None and lag > send_lag_limit_ms(self.mean_gap_s):
+                self.late_sends_ms[ex.plan.index] = lag
         self.requests += 1
         self.failed += failed_exchange(ex)
         self.retries += ex.retries
 
-    def stats(self) -> "WorkerStats":
-        """The raw numbers a worker ships to the coordinator (picklable)."""
+    def stats(self, exchanges: Sequence[RawExchange] = ()) -> "WorkerStats":
+        """The raw numbers a worker ships to the coordinator (picklable); ``exchanges``: the
+        job's, matched against the loop's stalls."""
         return WorkerStats(list(self.send_lags_ms), list(self.monitor.lags_ms), self.cpu_s,
                            self.wall_s, self.peak_in_flight, self.pool_limit, self.requests,
-                           self.failed, self.retries)
+                           self.failed, self.retries, self.measured,
+                           request_delays(exchanges, self.monitor.stalls, self.late_sends_ms))
 
 def send_lag_limit_ms(mean_gap_s: Optional[float]) -> float:
     """The open-loop send-lag P99 limit: 10 ms, or 20 % of the mean gap when that is larger."""
@@ -157,13 +178,14 @@ def judge(
     pool_full: bool = False, pool_limit: Optional[int] = None, wall_s: Optional[float] = None,
     requests: int = 0, failed: int = 0, retries: int = 0,
     ttft_p50_ms: Optional[float] = None, itl_p50_ms: Optional[float] = None,
-    exact_receive: bool = False,
+    exact_receive: bool = False, measured: Optional[int] = None, delays: Sequence[Delay] = (),
 ) -> ClientHealth:
     """Pure verdict on the client's measurements; ``reasons`` say what went wrong, in words.
 
     ``wall_s`` (None: long enough) shorter than ``CPU_MIN_WALL_S`` leaves the CPU unjudged.
     When the engine failed at least half of the ``requests`` (``engine_failing``), neither
     CPU nor loop lag is held against the client: the run says so in ``notes`` instead.
+    ``delays``: the ``measured`` requests the client delayed (``stalls.request_delays``).
     """
     reasons: list[str] = []
     notes: list[str] = []
@@ -185,6 +207,10 @@ def judge(
                 "on schedule, so the offered load was lower than specified"
                 + (f" (more requests were due than its {pool_limit} connections)" if pool_full else "")
             )
+    stalled = delayed_count(delays, None if exact_receive else limit)
+    if stalled and not failing:
+        said = stall_reason(stalled, measured or requests, loop.max, limit)
+        (reasons if too_many(stalled, measured or requests) else notes).append(said)
     cpu_judged = math.isfinite(cpu_utilization) and (wall_s is None or wall_s >= CPU_MIN_WALL_S)
     if cpu_judged and cpu_utilization >= CPU_LIMIT and not failing:
         reasons.append(
@@ -208,6 +234,9 @@ def judge(
         loop_lag_limit_ms=limit,
         notes=notes,
         exact_receive=exact_receive,
+        measured=measured or 0,
+        delayed_requests=stalled,
+        request_delays_ms=list(delays),
     )
 
 
@@ -224,6 +253,8 @@ class WorkerStats:
     requests: int = 0
     failed: int = 0
     retries: int = 0
+    measured: int = 0
+    delays: list[Delay] = field(default_factory=list)
 
     def add(self, other: "WorkerStats") -> None:
         self.send_lags_ms += other.send_lags_ms
@@ -235,6 +266,8 @@ class WorkerStats:
         self.requests += other.requests
         self.failed += other.failed
         self.retries += other.retries
+        self.measured += other.measured
+        self.delays += other.delays
 
     @property
     def cpu_utilization(self) -> float:
@@ -249,6 +282,7 @@ class WorkerStats:
             pool_full=self.pool_limit is not None and self.peak_in_flight > self.pool_limit,
             pool_limit=self.pool_limit, wall_s=self.wall_s, requests=self.requests,
             failed=self.failed, retries=self.retries, exact_receive=exact_receive,
+            measured=self.measured, delays=self.delays,
         )
 
 
@@ -291,6 +325,10 @@ def judge_workers(
         loop_lag_limit_ms=loop_lag_limit_ms(None, None),
         notes=notes,
         exact_receive=exact_receive,
+        measured=sum(st.measured for st in stats),
+        delayed_requests=sum(delayed_count(st.delays, None if exact_receive else loop_lag_limit_ms(None, None))
+                             for st in stats),
+        request_delays_ms=[d for st in stats for d in st.delays],
     )
 
 

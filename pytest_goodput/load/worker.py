@@ -111,9 +111,10 @@ class Worker:
         finally:
             await check.stop()
             beat.cancel()
+        stats = check.stats(out)
         if self.sketcher is not None:
-            return ("done", self.sketcher.share(out, lambda n: self.emit(("tick", n))), check.stats())
-        return ("done", out, check.stats())
+            return ("done", self.sketcher.share(out, lambda n: self.emit(("tick", n))), stats)
+        return ("done", out, stats)
 
     async def serve(self, receive: Receive) -> None:
         """Run jobs until ``stop``. Between phases nothing is in flight."""

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Iterable, Iterator, Optional
 
 from pytest_goodput.measure.prefix_cache import by_turn, hit_rate, later_turn_ttft
+from pytest_goodput.measure.stall_rule import delayed_count, stall_reason, too_many
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
 from pytest_goodput.schema.results import (
     ClientHealth,
@@ -219,9 +220,17 @@ def judge_loop_lag(
     failing = engine_failing(client.requests, client.failed)
     if client.exact_receive:  # packet-capture receive times: the loop's lag delayed none
         return client.model_copy(update=update)
+    reasons = list(client.reasons)
     if p99 is not None and p99 > limit and not failing and (judged is None or p99 <= judged):
         where = "the most lagging worker's " if client.workers > 1 else ""
-        reasons = client.reasons + [where + loop_lag_reason(p99, limit)]
+        reasons.append(where + loop_lag_reason(p99, limit))
+    delayed = delayed_count(client.request_delays_ms, limit)
+    if delayed > client.delayed_requests and not failing:
+        was_over = too_many(client.delayed_requests, client.measured)
+        update["delayed_requests"] = delayed
+        if too_many(delayed, client.measured) and not was_over:
+            reasons.append(stall_reason(delayed, client.measured, client.loop_lag_ms.max, limit))
+    if len(reasons) > len(client.reasons):
         update.update(reasons=reasons, valid=False)
     return client.model_copy(update=update)
 

@@ -196,6 +196,12 @@ class ClientHealth(_Model):
     notes: list[str] = Field(default_factory=list, description="observations that do not invalidate the run")
     exact_receive: bool = Field(False, description="every response's receive times came from packet "
                                 "capture: event-loop lag did not delay them, so it is not judged")
+    measured: int = Field(0, description="measured (not warm-up) requests the stall rule counts over")
+    delayed_requests: int = Field(0, description="measured requests the client delayed beyond the limit "
+                                  "it was judged against (docs/metrics.md, 'Client stalls')")
+    request_delays_ms: list[tuple[float, float, float]] = Field(
+        default_factory=list, description="per measured request delayed over 3 ms: (send lag, TTFT "
+        "bound, TPOT bound) in ms, so the count can be judged again against the run's latencies")
 
 
 class ReceiveTimestamps(_Model):
