@@ -127,6 +127,7 @@ def test_bad_input_exits_2_with_one_line(args, needle):
     assert needle in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.real_selfcheck  # compare judges the runs' self-check again
 def test_compare_exit_codes_0_1_and_3(tmp_path):
     a = result_file(tmp_path / "a.json", 1.0, 1)
     a2 = result_file(tmp_path / "a2.json", 1.0, 2)

@@ -8,6 +8,7 @@ imports are what some tests check): the verdicts are replaced as their modules f
 from __future__ import annotations
 
 import importlib.abc
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -42,10 +43,20 @@ class _Patching(importlib.abc.Loader):
 
     def exec_module(self, module):  # type: ignore[no-untyped-def]
         self.loader.exec_module(module)
-        import fake_selfcheck
-        fake_selfcheck.patch(module)
+        _fake().patch(module)
+
+
+def _fake():  # type: ignore[no-untyped-def]
+    """tests/fake_selfcheck.py, by its path: a process may have changed ``sys.path`` (xdist)."""
+    if "fake_selfcheck" not in sys.modules:
+        path = Path(__file__).resolve().parent.parent / "fake_selfcheck.py"
+        spec = importlib.util.spec_from_file_location("fake_selfcheck", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["fake_selfcheck"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["fake_selfcheck"]
 
 
 if os.environ.get("GOODPUT_TEST_SELFCHECK") == "pass":
-    sys.path.append(str(Path(__file__).resolve().parent.parent))  # fake_selfcheck
     sys.meta_path.insert(0, _ForceValid())
