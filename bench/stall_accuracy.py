@@ -32,19 +32,10 @@ import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from client_accuracy import start_server  # noqa: E402  (the same server: TTFT 50 ms, ITL 10 ms)
+
 RECEIVE_P99_MS, TTFT_P99_ERR_MS = 3.0, 5.0
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, str(ROOT / "tests" / "refserver.py"), "--port", "0",
-           "--ttft-ms", "50", "--itl-ms", "10", "--max-seconds", "900"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().split()
-    if not line or line[0] != "READY":
-        proc.kill()
-        raise SystemExit("reference server did not start")
-    return proc, f"http://127.0.0.1:{line[1]}"
 
 
 def one_run(url: str, out: Path, args: argparse.Namespace) -> dict:
