@@ -32,8 +32,8 @@ def run(coro: Coroutine[Any, Any, _T]) -> _T:
     """
     loop = new_event_loop()
     interrupted = False
-    catch_sigint = (threading.current_thread() is threading.main_thread()
-                    and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    catch_sigint = previous is signal.default_int_handler
     try:
         asyncio.set_event_loop(loop)
         task = loop.create_task(coro)
@@ -60,6 +60,9 @@ def run(coro: Coroutine[Any, Any, _T]) -> _T:
     finally:
         if catch_sigint:
             loop.remove_signal_handler(signal.SIGINT)
+            # uvloop leaves its own (closed loop's) handler behind: the next run in this
+            # process would not see Ctrl-C at all, so Python's handler is put back.
+            signal.signal(signal.SIGINT, previous)
         try:
             # After Ctrl-C the run's tasks are still pending: cancel them and let their
             # cleanup (closing connections, stopping monitors) run, as asyncio.run does.
