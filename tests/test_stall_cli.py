@@ -1,5 +1,6 @@
 """Through the CLI: one planted 80 ms stall of the client's loop in the measured phase makes
-the run invalid, naming how many requests it delayed, though the loop-lag P99 passes."""
+the run invalid, naming how many requests it delayed (on a quiet machine the loop-lag P99
+alone passes such a run)."""
 
 from __future__ import annotations
 
@@ -48,5 +49,5 @@ def test_one_planted_stall_in_the_measured_phase_makes_the_run_invalid(
     assert not client["valid"] and client["measured"] == 200
     assert client["loop_lag_ms"]["max"] >= 70.0
     assert client["delayed_requests"] >= 2  # over 0.5 % of 200
+    # the stall rule's reason (a busy machine may add the loop-lag P99's; a quiet one does not)
     assert any("measured requests late" in r and "longest loop stall" in r for r in client["reasons"])
-    assert not any(r.startswith("event-loop lag P99") for r in client["reasons"])  # P99 alone: valid
