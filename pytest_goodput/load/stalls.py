@@ -22,10 +22,9 @@ from __future__ import annotations
 import bisect
 from typing import Iterable, Mapping, Sequence
 
-from pytest_goodput.measure.stall_rule import STALL_MIN_MS, Delay
-
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.record import parse_stream
+from pytest_goodput.measure.stall_rule import STALL_MIN_MS, Delay
 
 #: A read this soon after a stall ended is taken as held up by it (the backlog's drain).
 READ_SLACK_S = 0.005
