@@ -146,6 +146,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _matplotlib_font_cache() -> None:
+    """matplotlib builds its font cache at first use by running ``fc-list``: on a fresh machine
+    that is a process started inside whichever fast test plots first. Build it once, before any
+    test's guard (skipped where matplotlib is not installed)."""
+    try:
+        import matplotlib.font_manager  # noqa: F401
+    except ImportError:
+        pass
+
+
 @pytest.fixture(autouse=True)
 def _fast_tier_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A fast test that starts a process fails (it belongs to the integration tier)."""
