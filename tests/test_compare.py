@@ -83,3 +83,35 @@ def test_a_blanket_tolerance_does_not_widen_the_error_rates_absolute_one(tmp_pat
     out = capsys.readouterr().out
     row = next(ln for ln in out.splitlines() if ln.strip().startswith("error rate "))
     assert "regressed" in row, out
+
+
+def _baseline_of_one_sitting(path, sessions: int = 5) -> str:
+    """A stored baseline of ``sessions`` sessions recorded back to back on 2026-11-01."""
+    from pytest_goodput.judge.evidence import samples_of
+    from pytest_goodput.schema.baseline import BaselineRun
+    from pytest_goodput.schema.environment import Fingerprint
+    from pytest_goodput.store import baseline as store
+
+    for k in range(sessions):
+        r = result(1.0, 10 + k)
+        run = BaselineRun(recorded_at=f"2026-11-01T10:0{k}:00+00:00", environment=Fingerprint(),
+                          samples=samples_of([r]))
+        store.record(path, nodeid="run", spec=r.spec.model_dump(mode="json"),
+                     spec_hash=r.spec.identity_hash(), run=run, existing=None)
+    return str(path)
+
+
+@pytest.mark.parametrize("measured_at,outside", [
+    ("2026-12-01T09:00:00+00:00", True),    # a month later: outside the baseline's sitting
+    ("2026-11-01T10:30:00+00:00", False),   # the same morning: inside it
+    (None, False),                          # a run file without a time: judged as inside
+])
+def test_compare_places_a_run_file_in_or_outside_the_baselines_sitting(tmp_path, capsys, measured_at, outside):
+    """``compare`` judges a run file as the gate judges the same run: the run's ``measured_at``
+    says whether the between-sitting term applies (docs/statistics.md, "Sittings")."""
+    base = _baseline_of_one_sitting(tmp_path / "base.json")
+    cur = tmp_path / "cur.json"
+    cur.write_text(result(1.0, 99).model_copy(update={"measured_at": measured_at}).model_dump_json())
+    assert main(["compare", base, str(cur)]) == 0
+    out = capsys.readouterr().out
+    assert ("share one sitting and this run is not in it" in out) is outside

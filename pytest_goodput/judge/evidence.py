@@ -47,10 +47,15 @@ def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
 
 
 def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Evidence:
-    """Run results read back from JSON (``run --json``, ``--goodput-json``): one session."""
+    """Run results read back from JSON (``run --json``, ``--goodput-json``): one session.
+
+    Its time is the newest run's ``measured_at``: a run file is judged in or outside its
+    baseline's sitting as the gate judges the same run (files from before the field: unknown,
+    judged as a run in its baseline's sitting)."""
     spec = runs[0].spec
     return Evidence(spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)],
-                    env=env, summary=key_metrics(runs[-1]), results=list(runs))
+                    env=env, summary=key_metrics(runs[-1]), results=list(runs),
+                    recorded_at=[runs[-1].measured_at], client_cpus=[_cpu(env)])
 
 
 def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evidence:

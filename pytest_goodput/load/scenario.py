@@ -14,6 +14,7 @@ exchanges are parsed into records after it.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from typing import Any, Optional
 
 from pytest_goodput.load.capture import begin as begin_capture
@@ -63,6 +64,7 @@ def run_scenario(
         salt = int.from_bytes(os.urandom(3), "big")
     # started before the first connect: a connection's SYN-ACK gives its sequence numbers
     capture, why_not = begin_capture(spec.capture, spec.backend, base_url)
+    started = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     try:
         out = run_plan(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                        progress=progress, dataset=dataset, salt=salt)
@@ -88,7 +90,8 @@ def run_scenario(
                                 sk.info, load=load)
     plans = (ex.plan for ex in out.exchanges) if sk is None else iter(sk.plans)
     fingerprint = prompt_set(spec, plans, unsalted_prompts(spec, tokenizer, dataset))
-    update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps}
+    update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps,
+                              "measured_at": started}
     note = think_time_note(stamps) if spec.scenario == "concurrency" else None
     if note:
         update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, note]})

@@ -294,6 +294,9 @@ class RunResult(_Model):
         "exact", description="exact: over every record; sketch: from merged sketches within "
         "sketch.relative_accuracy, counts exact, ``requests`` a uniform sample")
     sketch: Optional[SketchInfo] = None
+    measured_at: Optional[str] = Field(
+        None, description="when the run started, ISO 8601 UTC: lets a run file read back by "
+        "``compare`` be placed in or outside its baseline's sitting (docs/statistics.md, \"Sittings\")")
 
     def samples_window_s(self) -> float:
         """The window the kept ``requests`` divide by: ``window.seconds`` scaled to the sample."""
