@@ -59,7 +59,8 @@ def run_once(repo: Path, venv_bin: Path, slowdown: float | None) -> tuple[int, s
 
 def outcome(text: str) -> tuple[str, dict[str, str], list[str]]:
     """The summary line, each test's verdict and the metrics read *regressed*."""
-    summary = next((ln.strip() for ln in text.splitlines() if ln.startswith("goodput: ")), "no summary")
+    summary = next((ln.strip() for ln in text.splitlines() if re.match(r"goodput: \d+ tests? - ", ln)),
+                   "no summary")
     verdicts: dict[str, str] = {}
     regressed: list[str] = []
     test = ""
