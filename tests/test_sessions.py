@@ -41,6 +41,10 @@ def test_update_records_every_session_and_relaunches_the_simulator(pytester):
     assert len(doc["runs"]) == 3
     assert all(len(run["samples"]) == 1 for run in doc["runs"])  # one repeat per session
     res.stdout.fnmatch_lines(["*3 session(s) recorded*"])
+    # The recording ends with what the baseline lets one PR launch detect (its power plan).
+    res.stdout.fnmatch_lines(["*baseline written:*test_closed.json",
+                              "power plan: test_perf.py::test_closed: 3 session(s) x 1 run(s), *",
+                              "*metric*tolerance*within a launch*between launches*one PR launch detects*"])
     # The next gate compares against three sessions.
     res = pytester.runpytest("--goodput-baseline", "-k", "test_closed")
     res.assert_outcomes(passed=1)

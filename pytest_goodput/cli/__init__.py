@@ -22,6 +22,7 @@ from pytest_goodput.cli.ab import add_ab_parser, cmd_ab
 from pytest_goodput.cli.compare import cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
 from pytest_goodput.cli.history import add_history_parser, cmd_history
+from pytest_goodput.cli.plan import add_plan_parser, cmd_plan
 from pytest_goodput.cli.run import CLIError, add_run_parser, cmd_run
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.spec import SpecError
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     fr.add_argument("--tolerance", type=float)
     add_history_parser(sub)
     add_ab_parser(sub)
+    add_plan_parser(sub)
     return parser
 
 
@@ -94,6 +96,8 @@ def _main(argv: list[str]) -> int:
             return cmd_history(ns)
         if ns.command == "ab":
             return cmd_ab(ns)
+        if ns.command == "plan":
+            return cmd_plan(ns)
     except (CLIError, SpecError, ValueError, ConnectionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -109,10 +109,12 @@ def day_term(path: str, sit: Optional[Sittings]) -> tuple[Optional[DayTerm], str
 
 
 def _variance(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
-              prior_runs: float, day: Optional[DayTerm] = None) -> tuple[float, float]:
+              prior_runs: float, day: Optional[DayTerm] = None,
+              current_sessions: int = 1) -> tuple[float, float]:
     """(variance of d, its degrees of freedom) on one side (see the module docstring); a
-    between-sitting term adds its variance, the degrees of freedom by Welch–Satterthwaite."""
-    var, df = _within_sitting(within_sd, machine_sd, s, nu, sessions, prior_runs)
+    between-sitting term adds its variance, the degrees of freedom by Welch–Satterthwaite.
+    ``current_sessions``: launches the judged side's value averages (K: Var = σ²·(1/K + 1/S))."""
+    var, df = _within_sitting(within_sd, machine_sd, s, nu, sessions, prior_runs, current_sessions)
     if day is None or day.var <= 0 or not math.isfinite(var):
         return var, df
     total = var + day.var
@@ -120,8 +122,8 @@ def _variance(within_sd: float, machine_sd: float, s: Optional[float], nu: int, 
 
 
 def _within_sitting(within_sd: float, machine_sd: float, s: Optional[float], nu: int,
-                    sessions: int, prior_runs: float) -> tuple[float, float]:
-    k = 1.0 + 1.0 / max(sessions, 1)
+                    sessions: int, prior_runs: float, current_sessions: int = 1) -> tuple[float, float]:
+    k = 1.0 / max(current_sessions, 1) + 1.0 / max(sessions, 1)
     prior = machine_sd**2 * k + within_sd**2
     if s is None:
         return prior, prior_runs
@@ -135,20 +137,22 @@ def _within_sitting(within_sd: float, machine_sd: float, s: Optional[float], nu:
 
 def half_width(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
                confidence: float, prior_runs: float = PRIOR_RUNS,
-               day: Optional[DayTerm] = None) -> float:
+               day: Optional[DayTerm] = None, current_sessions: int = 1) -> float:
     """Half-width of the prediction interval of d on one side (see the module docstring).
 
     ``within_sd``: the request-level SD of d on that side (the within-run interval over its
-    normal quantile); ``machine_sd``: the registry's prior machine spread of one session.
+    normal quantile); ``machine_sd``: the registry's prior machine spread of one session;
+    ``current_sessions``: launches the judged value averages (a power plan's K; the gate: 1).
     """
-    var, df = _variance(within_sd, machine_sd, s, nu, sessions, prior_runs, day)
+    var, df = _variance(within_sd, machine_sd, s, nu, sessions, prior_runs, day, current_sessions)
     return stats.t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(var)
 
 
 def spread_df(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
-              prior_runs: float = PRIOR_RUNS, day: Optional[DayTerm] = None) -> float:
+              prior_runs: float = PRIOR_RUNS, day: Optional[DayTerm] = None,
+              current_sessions: int = 1) -> float:
     """Degrees of freedom of the variance behind :func:`half_width` (those of its t)."""
-    return _variance(within_sd, machine_sd, s, nu, sessions, prior_runs, day)[1]
+    return _variance(within_sd, machine_sd, s, nu, sessions, prior_runs, day, current_sessions)[1]
 
 
 def chi2_ppf(q: float, df: float) -> float:

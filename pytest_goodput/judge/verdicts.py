@@ -134,7 +134,7 @@ def decide(direction: str, change: float, interval: tuple[float, float], toleran
     return "pass"
 
 
-def _detectable(scale: str, direction: str, worse_half: float, tolerance: float) -> float:
+def detectable_change(scale: str, direction: str, worse_half: float, tolerance: float) -> float:
     """The smallest worse change the rule could call *regressed*: the tolerance, or the worse
     half-width of the interval when that is larger (on the change's own scale)."""
     if scale == "log":
@@ -152,7 +152,7 @@ def _sessions_needed(within_sd: float, machine_sd: float, s: Optional[float], ha
     own spread remains)."""
     for n in range(have + 1, have + MAX_SUGGESTED_SESSIONS + 1):
         h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day)
-        if _detectable(scale, direction, h, 0.0) < tolerance * 0.95:
+        if detectable_change(scale, direction, h, 0.0) < tolerance * 0.95:
             return n
     return None
 
@@ -326,10 +326,10 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
         lo, hi = math.expm1(lo), math.expm1(hi)
     lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
-    detectable = _detectable(scale, defn.direction, worse_half, defn.tolerance)
+    detectable = detectable_change(scale, defn.direction, worse_half, defn.tolerance)
     df = spread_df(within_worse, machine, s, nu, sessions, prior_runs, day)
     prior = prior_dominates(nu, prior_runs)
-    at_least = _detectable(scale, defn.direction, worse_half * power_factor(df, nu, power_alpha, prior_runs), 0.0)
+    at_least = detectable_change(scale, defn.direction, worse_half * power_factor(df, nu, power_alpha, prior_runs), 0.0)
     if (verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered
             and at_least <= defn.tolerance):
         note = (f"{note}; resolution {fmt_on_scale(scale, detectable)} is beyond the tolerance "

@@ -333,6 +333,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(("error: " if failing else "warning: ") + missing, red=failing, yellow=not failing)
     for path in session.written:
         tr.write_line(f"baseline written: {path}")
+    for line in session.power_plans():
+        tr.write_line(line)
     for note in session.skipped_writes:
         tr.write_line(f"baseline NOT written: {note}")
     unused = session.unused_baselines() if (session.settings.compare or session.settings.update) else []

@@ -21,6 +21,7 @@ from pytest_goodput.judge.judge import Policy, fails, metric_defs
 from pytest_goodput.judge.recording import outlier_notes, recording_outliers
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.settings import OPTIONS, Settings
+from pytest_goodput.report.power_plan import plan_lines
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
@@ -241,6 +242,22 @@ class GoodputSession:
         return fails(outcome, policy)
 
     # --- end of session ------------------------------------------------------------------
+    def power_plans(self) -> list[str]:
+        """After a recording, each written baseline's power plan: what one PR launch can detect
+        and how many launches each tolerance needs (``python -m pytest_goodput plan`` again
+        later, without running anything)."""
+        if not self.settings.update:
+            return []
+        lines: list[str] = []
+        for path in self.written:
+            try:
+                doc = store.load(path)
+            except store.BaselineError:
+                continue
+            if doc is not None:
+                lines += plan_lines(doc, tolerance=self.settings.tolerance)
+        return lines
+
     def missing_baselines(self) -> Optional[str]:
         """What to say when the gate compared against nothing: no baseline directory, or none
         of its files for the tests that ran. A typo in the path or a CI cache miss would
