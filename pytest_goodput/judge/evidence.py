@@ -46,6 +46,16 @@ def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
     )
 
 
+def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
+                      at: Optional[str] = None) -> Evidence:
+    """The PR measured over several engine launches, one session each (oldest first): the
+    judge counts them as that many draws of the launch level (``judge/head_launches.py``)."""
+    last = from_measurement(ms[-1], env, at)
+    last.history = [samples_of(m.runs) for m in ms]
+    last.results = [r for m in ms for r in m.runs]
+    return last
+
+
 def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Evidence:
     """Run results read back from JSON (``run --json``, ``--goodput-json``): one session.
 

@@ -17,7 +17,7 @@ from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
 from pytest_goodput.judge.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
-from pytest_goodput.judge.verdicts import MetricDef, compare
+from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.evidence import Evidence
 from pytest_goodput.schema.frontier import FrontierPoint
@@ -29,12 +29,18 @@ from pytest_goodput.schema.spec import ScenarioSpec
 @dataclass(frozen=True)
 class Policy:
     """How to judge: compare with a baseline at all, strict mode, the session's tolerance,
-    and whether this run is being recorded as the new baseline (update mode)."""
+    whether this run is being recorded as the new baseline (update mode), and the two-sided
+    confidence of the verdicts' intervals (a look of measuring the PR over several launches
+    spends less than the whole budget: ``judge/head_launches.py``)."""
 
     compare: bool = True
     strict: bool = False
     tolerance: Optional[float] = None
     update: bool = False
+    confidence: float = CONFIDENCE
+    #: Launches the current side counts as (None: its sessions); a head-launch plan judges its
+    #: data as if measured over the planned launches, to see what more launches could decide.
+    current_sessions: Optional[int] = None
 
 
 def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -> list[MetricDef]:
@@ -128,8 +134,11 @@ def judge(
     sit = sittings(baseline.recorded_at, baseline.client_cpus,
                    current.recorded_at[-1] if current.recorded_at else None,
                    current.client_cpus[-1] if current.client_cpus else None)
+    # A current side of K sessions (the PR measured over K engine launches) averages K draws
+    # of the launch level: its variance is σ²/K, not σ².
     comparisons = compare(baseline.history, current.samples, metric_defs(spec, policy.tolerance),
-                          seed=seed, paired=True, sittings=sit)
+                          seed=seed, paired=True, sittings=sit, confidence=policy.confidence,
+                          current_sessions=policy.current_sessions or max(1, len(current.history)))
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = {**frontier, "baseline": baseline.frontier, "comparison": frontier_cmp}

@@ -32,10 +32,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pytest_goodput.judge.sittings import Sittings
-from pytest_goodput.judge.spread import (PRIOR_RUNS, DayTerm, Scale, day_term, half_width, on_scale,
+from pytest_goodput.judge.spread import (PRIOR_RUNS, DayTerm, Scale, day_term, detectable_change, half_width, on_scale,
                                          scale_of, session_spread)
 from pytest_goodput.judge.values import Sessions, baseline_value, group_value
-from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, detectable_change
+from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.results import Samples
 

@@ -190,6 +190,16 @@ def power_factor(df: float, nu: int, alpha: float, prior_runs: float = PRIOR_RUN
     return 1.0 if prior_dominates(nu, prior_runs) else power_bound(df, alpha)
 
 
+def detectable_change(scale: str, direction: str, worse_half: float, tolerance: float) -> float:
+    """The smallest worse change the rule could call *regressed*: the tolerance, or the worse
+    half-width of the interval when that is larger (on the change's own scale)."""
+    if scale == "log":
+        h = math.expm1(worse_half) if direction == "lower" else -math.expm1(-worse_half)
+    else:
+        h = worse_half
+    return max(tolerance, h)
+
+
 def z_of(confidence: float) -> float:
     """The normal quantile that turns a two-sided interval's half-width into an SD."""
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)

@@ -25,6 +25,7 @@ from pytest_goodput.judge.spread import (
     PRIOR_RUNS,
     DayTerm,
     day_term,
+    detectable_change,
     fmt_on_scale,
     half_width,
     power_factor,
@@ -134,24 +135,14 @@ def decide(direction: str, change: float, interval: tuple[float, float], toleran
     return "pass"
 
 
-def detectable_change(scale: str, direction: str, worse_half: float, tolerance: float) -> float:
-    """The smallest worse change the rule could call *regressed*: the tolerance, or the worse
-    half-width of the interval when that is larger (on the change's own scale)."""
-    if scale == "log":
-        h = math.expm1(worse_half) if direction == "lower" else -math.expm1(-worse_half)
-    else:
-        h = worse_half
-    return max(tolerance, h)
-
-
 def _sessions_needed(within_sd: float, machine_sd: float, s: Optional[float], have: int,
                      scale: str, direction: str, tolerance: float, confidence: float,
-                     prior_runs: float, day: Optional[DayTerm] = None) -> Optional[int]:
+                     prior_runs: float, day: Optional[DayTerm] = None, current_sessions: int = 1) -> Optional[int]:
     """Baseline sessions that would bring the detectable change within the tolerance, at the
     spread measured so far; None when no number of sessions would (the current session's
     own spread remains)."""
     for n in range(have + 1, have + MAX_SUGGESTED_SESSIONS + 1):
-        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day)
+        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day, current_sessions)
         if detectable_change(scale, direction, h, 0.0) < tolerance * 0.95:
             return n
     return None
@@ -170,6 +161,7 @@ def compare_metric(
     prior_runs: float = PRIOR_RUNS,
     power_alpha: float = POWER_ALPHA,
     sittings: Optional[Sittings] = None,
+    current_sessions: int = 1,
 ) -> MetricComparison:
     """Judge one metric: the current session's runs (k ≥ 1) against the baseline's sessions.
 
@@ -178,6 +170,7 @@ def compare_metric(
     seed), so request i is compared with request i (:func:`pairable` must hold; otherwise
     the unpaired intervals). ``sittings``: how the sessions fall into sittings and whether
     the current run is in one (None: it is, as when a bench records and judges in one go).
+    ``current_sessions``: the K launches the current runs come from (Var = σ²·(1/K + 1/S)).
     """
     if defn.path == "error_rate":  # exact limits on pooled counts (judge/error_rate.py)
         return error_rate_comparison(defn, baseline, current_runs, decide, confidence=confidence,
@@ -217,7 +210,8 @@ def compare_metric(
     out = _judge_values(defn, sessions, base_runs, current_runs, b_val, c_val, kind, pct, scale,
                         fail, seed=seed, confidence=confidence, run_cv=run_cv,
                         significance=significance, paired=paired, prior_runs=prior_runs,
-                        power_alpha=power_alpha, sittings=sittings)
+                        power_alpha=power_alpha, sittings=sittings,
+                        current_sessions=current_sessions)
     return failure_floor(out, reached, fail, len(sessions))
 
 
@@ -226,7 +220,8 @@ def _judge_values(defn: MetricDef, sessions: Sessions, base_runs: list[Samples],
                   pct: Optional[float], scale: str, fail: tuple[float, float], *, seed: int,
                   confidence: float, run_cv: Optional[float],
                   significance: Literal["zero", "tolerance"], paired: bool, prior_runs: float,
-                  power_alpha: float, sittings: Optional[Sittings]) -> MetricComparison:
+                  power_alpha: float, sittings: Optional[Sittings],
+                  current_sessions: int = 1) -> MetricComparison:
     """The verdict on two finite values: the change, its within-run interval, the spread."""
     path = defn.path
     if scale != "absolute" and b_val <= 0:
@@ -265,6 +260,7 @@ def _judge_values(defn: MetricDef, sessions: Sessions, base_runs: list[Samples],
                         a_hi / z if math.isfinite(a_hi) else math.inf),
                 machine=registry.metric(path).run_cv if run_cv is None else run_cv,
                 spread=(s, nu), sessions=len(sessions), confidence=confidence,
+                current_sessions=current_sessions,
                 prior_runs=prior_runs, significance=significance, method=method, note=note,
                 can_be_underpowered=path != "error_rate", power_alpha=power_alpha, day=day)
 
@@ -303,7 +299,7 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
          sessions: int, confidence: float = CONFIDENCE, prior_runs: float = PRIOR_RUNS,
          significance: Literal["zero", "tolerance"] = "zero", method: str = "", note: str = "",
          can_be_underpowered: bool = True, power_alpha: float = POWER_ALPHA,
-         day: Optional[DayTerm] = None) -> MetricComparison:
+         day: Optional[DayTerm] = None, current_sessions: int = 1) -> MetricComparison:
     """The verdict on one change ``d`` (on its analysis scale) and the power behind it.
 
     ``within``: the request-level SD of d below and above it; ``spread``: the baseline's
@@ -317,8 +313,9 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     within its own sampling error is a note, not a verdict.
     """
     s, nu = spread
-    h_lo = half_width(within[0], machine, s, nu, sessions, confidence, prior_runs, day)
-    h_hi = half_width(within[1], machine, s, nu, sessions, confidence, prior_runs, day)
+    k = current_sessions
+    h_lo = half_width(within[0], machine, s, nu, sessions, confidence, prior_runs, day, k)
+    h_hi = half_width(within[1], machine, s, nu, sessions, confidence, prior_runs, day, k)
     lo, hi = d - h_lo, d + h_hi
     worse_half = h_hi if defn.direction == "lower" else h_lo
     within_worse = within[1] if defn.direction == "lower" else within[0]
@@ -327,7 +324,7 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     lo, hi = max(lo, -_UNBOUNDED), min(hi, _UNBOUNDED)  # finite: results are JSON
     verdict = decide(defn.direction, change, (lo, hi), defn.tolerance, significance)
     detectable = detectable_change(scale, defn.direction, worse_half, defn.tolerance)
-    df = spread_df(within_worse, machine, s, nu, sessions, prior_runs, day)
+    df = spread_df(within_worse, machine, s, nu, sessions, prior_runs, day, k)
     prior = prior_dominates(nu, prior_runs)
     at_least = detectable_change(scale, defn.direction, worse_half * power_factor(df, nu, power_alpha, prior_runs), 0.0)
     if (verdict in ("pass", "inconclusive") and detectable > defn.tolerance and can_be_underpowered
@@ -339,7 +336,7 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     # called underpowered — the max_error_rate SLO is what holds it to a limit.
     if verdict in ("pass", "inconclusive") and at_least > defn.tolerance and can_be_underpowered:
         need = _sessions_needed(within_worse, machine, s, sessions, scale, defn.direction,
-                                defn.tolerance, confidence, prior_runs, day) if math.isfinite(within_worse) else None
+                                defn.tolerance, confidence, prior_runs, day, k) if math.isfinite(within_worse) else None
         fix = (f"record {need - sessions} more baseline session(s) ({need} in all)" if need
                else "more baseline sessions alone will not do: use more requests, A/B mode "
                     "(base and head in one job) or a larger tolerance")

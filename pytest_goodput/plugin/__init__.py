@@ -305,7 +305,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     else:
         assert harness.spec is not None and harness.measurement is not None and harness.engine
         outcome = session.judge(item.nodeid, location, harness.spec, harness.measurement,
-                                harness.engine, earlier=harness.earlier_sessions, notes=harness.notes)
+                                harness.engine, earlier=harness.earlier_sessions, notes=harness.notes,
+                                planned=harness.head_planned)
     # JUnit XML: baseline, current, change and verdict per metric; redacted like every output.
     item.user_properties += [(name, core.redact(value)) for name, value
                              in core.junit_properties(outcome, harness.remeasured_because)]

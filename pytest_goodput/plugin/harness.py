@@ -47,6 +47,7 @@ class GoodputHarness:
         self.engine: Optional[Engine] = None
         self.remeasured_because: list[str] = []
         self.earlier_sessions: list[Measurement] = []
+        self.head_planned = 1  # launches the PR side was planned over (judge/head_launches.py)
         self.notes: list[str] = []
         self._ab_options = ab_options or ABOptions()
         self.ab: Optional[ABMeasured] = None  # A/B mode: the rounds on base and head
@@ -110,14 +111,36 @@ class GoodputHarness:
         options = self._session.ab_options(self._ab_options)
         if base is not None or options.has_base:
             return self._run_ab(engine, base, options)
-        sessions = self._session.sessions_to_record()
-        measured: list[Measurement] = []
-        for i in range(sessions):
-            if i:
-                self._relaunch(engine, i, sessions)
-            measured.append(self._valid_measurement(engine))
+        planned = self._session.head_launches(self.spec)
+        if planned > 1:
+            measured = self._head_launches(engine, planned)
+            self.head_planned = planned if len(measured) > 1 or self._relaunchable(engine) else 1
+        else:
+            sessions = self._session.sessions_to_record()
+            measured = []
+            for i in range(sessions):
+                if i:
+                    self._relaunch(engine, i, sessions)
+                measured.append(self._valid_measurement(engine))
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
+
+    def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
+        """The PR measured launch by launch, judged after each, until the test is decided or
+        ``planned`` launches are spent (``judge/head_launches.py``). An engine this process did
+        not start cannot be relaunched: its sessions would share one launch, so it gets one."""
+        assert self.spec is not None
+        eng = engine or self._engine_getter()
+        measured = [self._valid_measurement(engine)]
+        if not self._relaunchable(engine):
+            self.notes.append(f"measured over one launch, not up to {planned}: the engine "
+                              f"({eng.kind}) was not started here, so it cannot be relaunched")
+            return measured
+        while len(measured) < planned and not self._session.head_decided(
+                self._nodeid, self.spec, measured, self.engine or eng):
+            eng.relaunch()
+            measured.append(self._valid_measurement(engine))
+        return measured
 
     def _run_ab(self, engine: Optional[Engine], base: Optional[Engine], options: ABOptions) -> RunResult:
         assert self.spec is not None
@@ -168,6 +191,9 @@ class GoodputHarness:
         if note and note not in self.notes:  # once per test, not per recorded session
             self.notes.append(note)
         return m
+
+    def _relaunchable(self, engine: Optional[Engine]) -> bool:
+        return bool((engine or self._engine_getter()).can_relaunch)
 
     def _relaunch(self, engine: Optional[Engine], i: int, sessions: int) -> None:
         eng = engine or self._engine_getter()

@@ -178,6 +178,23 @@ class GoodputSession:
         """Measurements one test makes: ``--goodput-sessions`` when recording, else one."""
         return self.settings.sessions if self.settings.update else 1
 
+    def head_launches(self, spec: ScenarioSpec) -> int:
+        """Launches the PR side of a gated test may be measured over (marker > option): only
+        when comparing with a stored baseline, and for runs (a sweep's points and a capacity
+        search's probes are judged by their own rules)."""
+        s = self.settings
+        if s.update or not s.compare or s.ab or spec.scenario in ("sweep", "capacity"):
+            return 1
+        return spec.head_launches or s.head_launches
+
+    def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Measurement],
+                     engine: Engine) -> bool:
+        """Whether the launches measured so far decide the test (no further launch needed)."""
+        s = self.settings
+        return gate(nodeid, measured[-1], engine, baseline_dir=self.baseline_dir, policy=self.policy(),
+                    hardware=s.hardware, history=s.history, cwd=self.rootdir, earlier=measured[:-1],
+                    planned=self.head_launches(spec)).decided
+
     def judge(
         self,
         nodeid: str,
@@ -187,12 +204,14 @@ class GoodputSession:
         engine: Engine,
         earlier: Optional[list[Measurement]] = None,
         notes: Optional[list[str]] = None,
+        planned: int = 1,
     ) -> TestOutcome:
-        """Gate one test's measurement; in update mode also record every session as baseline."""
+        """Gate one test's measurement; in update mode also record every session as baseline.
+        ``planned``: the launches the PR side was planned over (``earlier`` holds the others)."""
         s = self.settings
         gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
                      location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
-                     earlier=earlier or [], notes=notes or [])
+                     earlier=earlier or [], notes=notes or [], planned=planned)
         if s.update and gated.written:
             gated.outcome.notes += self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
         where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)

@@ -78,6 +78,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("history", "baseline sessions kept per test for run-to-run noise (default 10)", "int"),
     Option("sessions", "sessions one --goodput-update-baseline records per test, relaunching the "
            "engine in between when it started it (default 5)", "int"),
+    Option("head_launches", "gating: measure each test's PR side over up to this many engine "
+           "launches (relaunched in between when the plugin started the engine), judged after "
+           "each and stopped as soon as the test is decided; the marker's head_launches= wins "
+           "(default 1)", "int"),
     Option("workers", "client processes each run's load is sharded over (default 1)", "int"),
     Option("ray", "run each run's load workers on Ray actors: --goodput-ray starts Ray on this "
            "machine, --goodput-ray=ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT)", cli=False),
@@ -119,6 +123,7 @@ _BOUNDS: dict[str, tuple[tuple[str, float], ...]] = {
     "scale": (("gt", 0),),
     "history": (("ge", 1), ("le", 50)),
     "sessions": (("ge", 1), ("le", 20)),
+    "head_launches": (("ge", 1), ("le", 20)),
     "workers": (("ge", 1), ("le", 64)),
     "ready_timeout": (("gt", 0), ("le", 86400)),
     "history_window": (("ge", 6), ("le", 500)),
@@ -163,6 +168,7 @@ class Settings:
     hardware: Optional[str] = None
     history: int = 10
     sessions: int = 5
+    head_launches: int = 1
     workers: Optional[int] = None
     ray: Optional[str] = None
     history_dir: Optional[str] = None

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.judge.evidence import from_baseline, from_measurement
+from pytest_goodput.judge.evidence import from_baseline, from_measurement, from_measurements
+from pytest_goodput.judge.head_launches import judge_look
 from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
@@ -36,6 +37,9 @@ class Gated:
     outcome: TestOutcome
     written: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Measuring the PR over several launches: whether this look decided the test (a further
+    #: launch would not be measured); always True for a single launch.
+    decided: bool = True
 
 
 def gate(
@@ -51,12 +55,15 @@ def gate(
     cwd: Optional[Path] = None,
     earlier: Sequence[Measurement] = (),
     notes: Sequence[str] = (),
+    planned: int = 1,
 ) -> Gated:
     """Judge ``m`` against the stored baseline of ``nodeid``; in update mode record it.
 
-    ``earlier``: in update mode, the sessions measured before ``m`` for the same baseline
-    (oldest first). Every session's runs are judged against the SLOs; all of them are
-    recorded, or none (only passing runs become baselines).
+    ``earlier``: the sessions measured before ``m`` (oldest first): in update mode for the
+    same baseline, when gating the earlier engine launches of the PR (``planned`` > 1: the
+    PR is measured over up to that many launches, judged look by look,
+    ``judge/head_launches.py``). Every session's runs are judged against the SLOs; in update
+    mode all of them are recorded, or none (only passing runs become baselines).
     """
     spec = m.spec
     env = collect(model=engine.model or "?", spec_hash=spec.identity_hash(), hardware=hardware,
@@ -74,13 +81,17 @@ def gate(
     # SLOs and client validity are judged on every session's runs, not only the last.
     current.results = [r for s in (*earlier, m) for r in s.runs]
     baseline = from_baseline(base, spec) if base is not None and base.runs else None
-    outcome = judge(nodeid, current, baseline,
-                    Policy(compare=use_store, strict=policy.strict, tolerance=policy.tolerance,
-                           update=policy.update),
-                    location=location)
+    judging = Policy(compare=use_store, strict=policy.strict, tolerance=policy.tolerance,
+                     update=policy.update)
+    decided = True
+    if planned > 1 and not policy.update and baseline is not None and m.kind == "runs":
+        head = from_measurements([*earlier, m], env, at=current.recorded_at[-1])
+        outcome, decided = judge_look(nodeid, head, baseline, judging, planned, location=location)
+    else:
+        outcome = judge(nodeid, current, baseline, judging, location=location)
     outcome = outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes]))
     if not policy.update:
-        return Gated(outcome)
+        return Gated(outcome, decided=decided)
     return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current], env,
                    base, outcome, history)
 

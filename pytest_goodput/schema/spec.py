@@ -36,7 +36,6 @@ WorkloadKind = Literal["synthetic", "jsonl", "sharegpt"]
 #: Latency metrics a percentile SLO can name, e.g. ``ttft_p99_ms``.
 PERCENTILE_SLO_METRICS = tuple(LATENCIES)
 
-
 #: MLPerf Inference SLO presets (P99 TTFT ms, P99 TPOT ms).
 SLO_PRESETS: dict[str, tuple[float, float]] = {
     "mlperf/llama2-70b/server": (2000.0, 200.0),
@@ -50,7 +49,6 @@ SLO_PRESETS: dict[str, tuple[float, float]] = {
     "mlperf/gpt-oss-120b/server": (3000.0, 80.0),
     "mlperf/gpt-oss-120b/interactive": (2000.0, 15.0),
 }
-
 
 #: Measured requests when neither ``requests`` nor ``duration_s`` bounds a run.
 DEFAULT_REQUESTS = 200
@@ -101,6 +99,8 @@ class ScenarioSpec(BaseModel):
     capacity_max_rate: Optional[float] = Field(None, gt=0)
     capacity_resolution: float = Field(0.05, gt=0, lt=1, description="relative rate resolution")
     repeats: int = Field(1, ge=1, le=20)
+    head_launches: Optional[int] = Field(None, ge=1, le=20, description="gating: PR launches, judged "
+        "after each, stopped once decided (docs/statistics.md, \"Head launches\")")
 
     # --- request shape -----------------------------------------------------------------
     api: Api = "completions"
@@ -323,13 +323,13 @@ class ScenarioSpec(BaseModel):
         """The fields that make two runs comparable.
 
         Gate settings (tolerances, gated metrics, the error-rate limit), the number of
-        repeats, and the client's process count, backend, capture and sketch threshold are
+        repeats and of head launches, and the client's process count, backend, capture and sketch threshold are
         excluded: they judge or drive a run, they do not change what is measured. Fields at
         their default are left out, so a new field added with a default never orphans existing
         baselines.
         """
         skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "capture",
-                "max_error_rate", "interactivity_tolerance", "repeats"}
+                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()
