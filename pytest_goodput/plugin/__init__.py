@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 import pytest
 
 from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, capture_refused, resolve
-from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream
+from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream, start_line
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
@@ -362,13 +362,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _line_writer(tr: Any) -> Callable[[str], None]:
     """Each line on a line of its own: GitHub reads workflow commands (``::error``) only at
-    the start of a line, and pytest's progress line may still be open."""
+    the start of a line, and pytest's progress line may still be open (at every verbosity:
+    ``start_line``)."""
     redact = _core().redact
     if tr is None:
         return lambda line: print(redact(line))
 
     def write(line: str) -> None:
-        tr.ensure_newline()
+        start_line(tr)
         tr.write_line(redact(line))
 
     return write
