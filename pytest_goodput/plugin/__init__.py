@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, capture_refused, resolve
+from pytest_goodput.plugin.settings import (
+    OPTIONS,
+    Settings,
+    SettingsError,
+    capture_refused,
+    ray_after_space,
+    resolve,
+)
 from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream, start_line
 
 if TYPE_CHECKING:
@@ -115,8 +122,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--goodput-ray", nargs="?", const="local", default=None, metavar="ADDRESS", dest="goodput_ray",
-        help="run the load workers on Ray actors: alone, on a Ray runtime started on this machine; "
-        "=ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT); needs pytest-goodput[ray]",
+        help="run the load workers on Ray actors: alone (or =local), on a Ray runtime started on this "
+        "machine; =ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT); needs pytest-goodput[ray]",
     )
     group.addoption(
         "--goodput-update-baseline", action="store_true", default=False,
@@ -133,6 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"pytest-goodput: write the directory as --goodput-baseline={args[i + 1]} "
                 f"(with '='): after a space, {args[i + 1]!r} could be a test path"
             )
+    if (why := ray_after_space(args)) is not None:
+        raise pytest.UsageError(f"pytest-goodput: {why}")
     cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
     cli["baseline"] = config.getoption("goodput_baseline")
     cli["update"] = config.getoption("goodput_update")
