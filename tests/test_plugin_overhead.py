@@ -17,9 +17,13 @@ pytest_plugins = ["pytester"]
 
 HEAVY = ("pydantic", "pydantic_core", "numpy", "httpx", "aiohttp", "uvloop", "tabulate")
 CORE = ("pytest_goodput.schema", "pytest_goodput.stats", "pytest_goodput.judge",
-        "pytest_goodput.load", "pytest_goodput.engines", "pytest_goodput.run",
-        "pytest_goodput.store", "pytest_goodput.report", "pytest_goodput.plugin.session",
-        "pytest_goodput.plugin.harness")
+        "pytest_goodput.measure", "pytest_goodput.load", "pytest_goodput.engines",
+        "pytest_goodput.sim", "pytest_goodput.run", "pytest_goodput.store", "pytest_goodput.report",
+        "pytest_goodput.cli", "pytest_goodput.plugin.session", "pytest_goodput.plugin.harness",
+        "pytest_goodput.plugin.machine")
+#: Plain-Python modules (no pydantic, no third-party import) the settings table checks values
+#: with: the syntax of a CPU list, the forms of a Ray address.
+SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.ray_address")
 
 RECORD_MODULES = """
 import json
@@ -43,7 +47,8 @@ def _collect(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, s
 
 
 def _heavy(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(CORE))
+    return sorted(m for m in modules
+                  if m.split(".")[0] in HEAVY or (m.startswith(CORE) and m not in SETTINGS_CHECKS))
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +72,40 @@ def test_goodput_settings_that_change_nothing_import_nothing_heavy(pytester):
     res, modules = _collect(pytester, "--goodput-scale=0.5", "--goodput-baseline")
     assert res.ret == pytest.ExitCode.OK, res.stdout.str() + res.stderr.str()
     assert _heavy(modules) == []
+
+
+#: Settings whose check needs part of the core, as a CI job's environment may set them for
+#: every pytest run of the job.
+MACHINE_SETTINGS = {"GOODPUT_ENGINE_CPUS": "auto", "GOODPUT_CLIENT_CPUS": "0", "GOODPUT_CAPTURE": "on",
+                    "GOODPUT_BASE_SIM": "slowdown=1.2", "GOODPUT_RAY": "local"}
+
+
+def test_goodput_settings_in_the_environment_import_nothing_heavy_without_goodput_work(pytester, monkeypatch):
+    for key, value in MACHINE_SETTINGS.items():
+        monkeypatch.setenv(key, value)
+    pytester.makepyfile(test_one=PLAIN_TEST)
+    res, modules = _collect(pytester)
+    assert res.ret == pytest.ExitCode.OK, res.stdout.str() + res.stderr.str()
+    assert _heavy(modules) == [] and "pytest_goodput.plugin.machine" not in modules
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_setting_this_machine_cannot_honour_is_a_usage_error_once_there_is_goodput_work(pytester, marked):
+    """Marked, or a test asking for a goodput fixture: checked at collection, before any test."""
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="server", rate=2.0, requests=4)
+def test_perf():
+    pass
+""" if marked else """
+def test_engine(goodput_engine_factory):
+    pass
+""")
+    res, _ = _collect(pytester, "--goodput-base-sim=slowdwn=2")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--goodput-base-sim: unknown simulator knob(s): slowdwn" in res.stderr.str()
+    assert "Traceback" not in res.stderr.str()
 
 
 def test_a_bad_setting_is_still_a_usage_error_naming_its_source(pytester):

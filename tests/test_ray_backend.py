@@ -272,7 +272,7 @@ def _cli(*args):
 
 def test_cli_runs_on_a_local_ray_runtime(sim_url, tmp_path):
     out = tmp_path / "r.json"
-    p = _cli("--url", sim_url, "--ray", "local", "--workers", "2", "--scenario", "server",
+    p = _cli("--url", sim_url, "--ray", "--workers", "2", "--scenario", "server",  # alone: local
              "--rate", "20", "--requests", "20", "--isl", "8", "--osl", "4", "--json", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(out.read_text())

@@ -68,6 +68,35 @@ def test_why_block_says_what_is_missing_and_stays_off_passing_tests():
     assert why_block(fx.capacity()) == ""  # probes at other rates than the baseline's
 
 
+def _slo_failed_with_server_metrics(**update):
+    o = fx.slo_failed().model_copy(update={"server": {"current": fx.SERVER_CUR, "baseline": None}})
+    return o.model_copy(update=update)
+
+
+def test_the_report_says_there_is_no_baseline_when_there_is_none():
+    for status, why in [("new", "none is stored for this test yet"),
+                        ("off", "the run was not compared with one")]:
+        o = _slo_failed_with_server_metrics(baseline_status=status, baseline_env=None, what_changed={},
+                                            comparisons=[])
+        text = render_markdown([o])
+        assert "**Why — the engine's own `/metrics` in the current run:**" in text
+        assert f"There is no baseline to compare them with ({why})." in text
+        assert "| engine metric | current |" in text and "| queue: requests waiting, mean | 6 |" in text
+        assert "recorded before they were kept" not in text and "The baseline has no server metrics" not in text
+    silent = _slo_failed_with_server_metrics(baseline_status="new", baseline_env=None, server=None)
+    assert "the engine exported no Prometheus `/metrics` for this run" in render_markdown([silent])
+
+
+def test_the_report_says_a_baseline_without_server_metrics_has_none():
+    o = _slo_failed_with_server_metrics()  # compared with a baseline recorded without them
+    text = render_markdown([o])
+    assert "**Why — the engine's own `/metrics`, baseline vs current:**" in text
+    assert ("The baseline has no server metrics (recorded before they were kept, or its engine exported "
+            "none): current values only; record the baseline again to compare them.") in text
+    assert "| queue: requests waiting, mean | – | 6 | – |" in text
+    assert "There is no baseline to compare" not in text
+
+
 def test_sweep_points_table_and_unreached_interactivity_in_words():
     o = fx.sweep_regressed()
     rows = points_table(o).splitlines()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import report_fixtures as fx
 
 from pytest_goodput.report.github import (
@@ -144,24 +146,45 @@ def test_step_summary_respects_the_limit(tmp_path):
     assert path.read_text() == "x" * 2000
 
 
-def test_one_failing_test_gives_one_annotation_on_a_line_of_its_own(pytester, monkeypatch, tmp_path):
-    """GitHub reads ``::error`` only at the start of a line; pytest's progress line is still open
-    when the session's reports are written."""
-    summary = tmp_path / "summary.md"
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    monkeypatch.setenv("GOODPUT_ALLOW_NEW", "1")
-    pytester.makepyfile(test_perf="""
+SUITE = """
 import pytest
+
+def test_first():
+    pass
 
 @pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, isl=64, osl=8,
                      e2e_ms=0.001, attainment=0.99)
 def test_slo_breaks():
     pass
-""")
-    res = pytester.runpytest("--goodput-baseline=none")
-    assert res.ret == 1
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, isl=64, osl=8)
+def test_other_hardware():
+    pass
+
+def test_last():
+    pass
+"""
+
+
+@pytest.mark.parametrize("verbosity", ["-q", "-qq", None, "-v", "-rA"])
+def test_every_annotation_starts_a_line_at_every_verbosity(pytester, monkeypatch, tmp_path, verbosity):
+    """GitHub reads ``::error`` / ``::warning`` only at the start of a line, and pytest's progress
+    line is still open when the session's reports are written: at ``-q`` with no file name on it.
+    A failing goodput test in the middle of the file, a doubtful one (incomparable) after it."""
+    pytester.makepyfile(test_perf=SUITE)
+    pytester.runpytest("-k", "other_hardware", "--goodput-update-baseline", "--goodput-sessions=1",
+                       "--goodput-hardware=a").assert_outcomes(passed=1, deselected=3)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    args = ["--goodput-baseline", "--goodput-hardware=b", "--goodput-allow-new"]
+    res = pytester.runpytest(*args, *([verbosity] if verbosity else []))
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
     lines = res.stdout.lines
-    assert sum(line.startswith("::error") for line in lines) == 1, "\n".join(lines)
-    assert not any("::error" in line and not line.startswith("::error") for line in lines)
+    commands = [line for line in lines if "::error" in line or "::warning" in line]
+    assert [c.split(" ", 1)[0] for c in commands] == ["::error", "::warning"], "\n".join(lines)
+    assert commands[0].startswith("::error file=test_perf.py,line=6,title=goodput%3A SLO broken")
+    assert commands[1].startswith("::warning file=test_perf.py,line=11,title=goodput%3A baseline not comparable")
     assert "goodput" in summary.read_text()
+
+

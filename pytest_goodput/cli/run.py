@@ -15,7 +15,7 @@ from pytest_goodput.load import capture, ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.report.summary import render_result
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.ray_address import RayAddressError
+from pytest_goodput.schema.ray_address import LOCAL, RayAddressError
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec, build_spec
 from pytest_goodput.store.files import write_atomic
@@ -154,9 +154,11 @@ def add_run_parser(sub: Any) -> None:
 
 
 def add_ray_flag(p: argparse.ArgumentParser) -> None:
-    """``--ray ADDRESS``, shared by ``run`` and ``ab``."""
-    p.add_argument("--ray", metavar="ADDRESS", help="run the load workers on Ray actors: local "
-                   "(start Ray here), auto, HOST:PORT or ray://HOST:PORT (pytest-goodput[ray])")
+    """``--ray [ADDRESS]``, shared by ``run`` and ``ab``: alone, a Ray runtime started here."""
+    p.add_argument("--ray", nargs="?", const=LOCAL, metavar="ADDRESS",
+                   help="run the load workers on Ray actors: alone (or local), on a Ray runtime "
+                   "started here; ADDRESS joins a cluster: auto, HOST:PORT or ray://HOST:PORT "
+                   "(pytest-goodput[ray])")
 
 
 def refuse_capture(spec: ScenarioSpec, urls: list[Optional[str]]) -> None:
@@ -181,7 +183,7 @@ def ready_timeout(value: float) -> float:
 
 
 def ray_backend(ns: argparse.Namespace, args: dict[str, Any]) -> bool:
-    """``--ray ADDRESS``: the Ray backend at that address (checked); False when not given."""
+    """``--ray [ADDRESS]``: the Ray backend at that address (checked); False when not given."""
     if getattr(ns, "ray", None) is None:
         return False
     try:

@@ -13,8 +13,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.settings import OPTIONS, Settings, SettingsError, capture_refused, resolve
-from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream
+from pytest_goodput.plugin.settings import (
+    OPTIONS,
+    Settings,
+    SettingsError,
+    ray_after_space,
+    resolve,
+)
+from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream, start_line
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
@@ -30,6 +36,9 @@ _session_key = pytest.StashKey["GoodputSession"]()
 _spec_args_key = pytest.StashKey[dict]()
 _ab_key = pytest.StashKey[Any]()  # the marker's A/B options (schema.ab_options.ABOptions)
 _harness_key = pytest.StashKey["GoodputHarness"]()
+_machine_checked_key = pytest.StashKey[bool]()
+#: The plugin's fixtures: a test that asks for one has goodput work, marked or not.
+FIXTURES = frozenset({"goodput", "goodput_engine", "goodput_engine_factory"})
 
 
 # --- Loading the core, deferred ------------------------------------------------------------
@@ -115,8 +124,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--goodput-ray", nargs="?", const="local", default=None, metavar="ADDRESS", dest="goodput_ray",
-        help="run the load workers on Ray actors: alone, on a Ray runtime started on this machine; "
-        "=ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT); needs pytest-goodput[ray]",
+        help="run the load workers on Ray actors: alone (or =local), on a Ray runtime started on this "
+        "machine; =ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT); needs pytest-goodput[ray]",
     )
     group.addoption(
         "--goodput-update-baseline", action="store_true", default=False,
@@ -133,6 +142,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"pytest-goodput: write the directory as --goodput-baseline={args[i + 1]} "
                 f"(with '='): after a space, {args[i + 1]!r} could be a test path"
             )
+    if (why := ray_after_space(args)) is not None:
+        raise pytest.UsageError(f"pytest-goodput: {why}")
     cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
     cli["baseline"] = config.getoption("goodput_baseline")
     cli["update"] = config.getoption("goodput_update")
@@ -142,42 +153,28 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve(cli, ini)
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-goodput: {exc}") from None
-    if settings.engine_cpus or settings.client_cpus:
-        _check_cpus(settings)
-    if settings.base_sim is not None:
-        _check_base_sim(settings)
-    if settings.capture == "on" and (why := capture_refused()):  # a usage error, not N failed tests
-        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('capture')}=on: {why}")
     config.stash[_settings_key] = settings
     config.stash[_collected_key] = _Collected()
     if settings.update:
         # Recording reports unused baselines at the end even when no goodput test ran.
+        _check_machine(config)
         _session(config)
 
 
-def _check_cpus(settings: Settings) -> None:
-    """CPU sets that do not fit this machine are a usage error now, not a failed test later."""
-    from pytest_goodput.run.affinity import plan
-    from pytest_goodput.schema.cpus import CpuSetError
+def _check_machine(config: pytest.Config) -> None:
+    """Settings checked against this machine (``plugin.machine``), once the session has goodput
+    work: a goodput test or fixture collected, or baselines recorded. Their checks load parts
+    of the core, which a suite with no goodput work never pays for, whatever the environment
+    sets; a bad value is still a usage error before any test runs."""
+    if config.stash.get(_machine_checked_key, False):
+        return
+    config.stash[_machine_checked_key] = True
+    settings = config.stash[_settings_key]
+    if any(v is not None for v in (settings.engine_cpus, settings.client_cpus, settings.base_sim,
+                                   settings.capture)):
+        from pytest_goodput.plugin.machine import check_machine
 
-    try:
-        plan(settings.engine_cpus, settings.client_cpus, client_count=settings.workers or 1)
-    except CpuSetError as exc:
-        where = " / ".join(settings.sources.get(k, k) for k in ("engine_cpus", "client_cpus")
-                           if getattr(settings, k))
-        raise pytest.UsageError(f"pytest-goodput: {where}: {exc}") from None
-
-
-def _check_base_sim(settings: Settings) -> None:
-    """Simulator knobs that do not parse are a usage error before any engine starts."""
-    from pytest_goodput.cli.ab import parse_knobs
-    from pytest_goodput.cli.run import CLIError
-
-    try:
-        parse_knobs("goodput-base", settings.base_sim or "")
-    except CLIError as exc:
-        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('base_sim', 'base_sim')}: "
-                                f"{str(exc).partition(': ')[2]}") from None
+        check_machine(settings)
 
 
 def _session(config: pytest.Config) -> "GoodputSession":
@@ -216,6 +213,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not partial or item.path.resolve() not in partial:
             collected.modules.add(item.nodeid.partition("::")[0])
         markers = list(item.iter_markers(MARKER))
+        if markers or not FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+            _check_machine(config)
         if not markers:
             continue
         core = _core()  # a goodput test: its arguments are checked now, before anything runs
@@ -365,13 +364,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _line_writer(tr: Any) -> Callable[[str], None]:
     """Each line on a line of its own: GitHub reads workflow commands (``::error``) only at
-    the start of a line, and pytest's progress line may still be open."""
+    the start of a line, and pytest's progress line may still be open (at every verbosity:
+    ``start_line``)."""
     redact = _core().redact
     if tr is None:
         return lambda line: print(redact(line))
 
     def write(line: str) -> None:
-        tr.ensure_newline()
+        start_line(tr)
         tr.write_line(redact(line))
 
     return write

@@ -83,8 +83,8 @@ OPTIONS: tuple[Option, ...] = (
            "each and stopped as soon as the test is decided; the marker's head_launches= wins "
            "(default 1)", "int"),
     Option("workers", "client processes each run's load is sharded over (default 1)", "int"),
-    Option("ray", "run each run's load workers on Ray actors: --goodput-ray starts Ray on this "
-           "machine, --goodput-ray=ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT)", cli=False),
+    Option("ray", "run each run's load workers on Ray actors: local (--goodput-ray alone) starts Ray "
+           "on this machine, an ADDRESS joins a cluster (auto, HOST:PORT, ray://HOST:PORT)", cli=False),
     Option("history_dir", "directory of the main-branch history --goodput-update-baseline appends "
            "to (default: history next to the baseline directory)"),
     Option("history_gate", "fail a run that continues a creep: the last --goodput-history-window "
@@ -234,6 +234,26 @@ class Settings:
             raise OutOfBoundsError("engine_cpus", "applies to an engine the plugin starts "
                                    "(--goodput-serve or the simulator), not to one attached by URL; "
                                    "pin that engine where it is started, or set only client CPUs")
+
+
+def ray_after_space(args: list[str]) -> Optional[str]:
+    """Why ``--goodput-ray VALUE`` (a space, no ``=``) on the command line is refused, or None.
+
+    ``--goodput-ray`` alone means a Ray runtime started here, so the word after it is taken as
+    the address: a test path there (``pytest --goodput-ray tests/``) is not one.
+    """
+    for flag, value in zip(args, args[1:]):
+        if flag != "--goodput-ray" or value.startswith("-"):
+            continue
+        from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address  # only when given
+
+        try:
+            check_ray_address(value)
+        except RayAddressError as exc:
+            return (f"--goodput-ray: {exc}; after a space, {value!r} could be a test path: write "
+                    "--goodput-ray=ADDRESS, or --goodput-ray alone after the test paths for a Ray "
+                    "runtime started here")
+    return None
 
 
 def capture_refused() -> Optional[str]:

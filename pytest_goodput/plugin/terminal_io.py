@@ -10,6 +10,19 @@ from typing import Any, Callable
 import pytest
 
 
+def start_line(tr: Any) -> None:
+    """End the terminal reporter's open line, if any, so that what follows starts a line.
+
+    ``ensure_newline`` ends only the line of a test file's progress, which pytest opens at
+    verbosity 0 and above; at ``-q`` the progress dots and ``[100%]`` are written with no file
+    name, and only the writer knows that its line is still open.
+    """
+    tr.ensure_newline()
+    tw = getattr(tr, "_tw", None)
+    if tw is not None and getattr(tw, "width_of_current_line", 0):
+        tw.line()
+
+
 class TerminalStream:
     """Progress lines go to the terminal past pytest's output capture, each on its own line."""
 
@@ -25,7 +38,7 @@ class TerminalStream:
         if tr is None or capman is None:
             return
         with capman.global_and_fixture_disabled():
-            tr.ensure_newline()
+            start_line(tr)
             tr.write(text)
 
     def flush(self) -> None:
@@ -42,7 +55,7 @@ class Redacting:
         self._tr.section(title)
 
     def ensure_newline(self) -> None:
-        self._tr.ensure_newline()
+        start_line(self._tr)
 
     def write_line(self, line: str, **markup: bool) -> None:
         self._tr.write_line(self._redact(line), **markup)

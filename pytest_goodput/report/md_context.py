@@ -165,6 +165,8 @@ WHY_ROWS: tuple[tuple[str, str, bool], ...] = (
     ("prefix_cache_hit_rate", "prefix-cache hit rate", True),
     ("spec_decode_acceptance_rate", "spec-decode acceptance rate (accepted / draft tokens)", True),
 )
+#: Outcomes with no baseline at all, by ``baseline_status``: what the "why" block says instead.
+_NO_BASELINE = {"new": "none is stored for this test yet", "off": "the run was not compared with one"}
 #: Statuses that get a "why" block.
 WHY_STATUSES = frozenset({"regressed", "inconclusive", "underpowered", "slo-failed"})
 
@@ -186,15 +188,26 @@ def why_block(o: TestOutcome) -> str:
     improved = spec and any(c.verdict == "improved" for c in o.comparisons)
     if (o.status not in WHY_STATUSES and not improved) or o.scenario == "capacity":
         return ""  # a capacity search probes other rates than its baseline: no like-for-like view
+    fmt = lambda v, frac: "–" if v is None else (fmt_percent(v) if frac else fmt_num(v))  # noqa: E731
+    no_baseline = _NO_BASELINE.get(o.baseline_status) if o.ab is None else None
+    if no_baseline is not None:  # nothing to put beside the current run: no column for it
+        head = "**Why — the engine's own `/metrics` in the current run:**"
+        if not cur:
+            return (f"{head} the engine exported no Prometheus `/metrics` for this run, so there is no "
+                    "server-side view (queue, batch, KV cache, preemptions) of this result.")
+        rows = [[label, fmt(cur.get(k), frac)] for k, label, frac in WHY_ROWS if k in cur]
+        return "\n\n".join([head, f"There is no baseline to compare them with ({no_baseline}).",
+                             table(["engine metric", "current"], rows, "lr")])
     head = "**Why — the engine's own `/metrics`, {} vs {}:**".format(*side_names(o))
     if not cur and not base:
         return (f"{head} the engine exported no Prometheus `/metrics` for these runs, so there is no "
                 "server-side view (queue, batch, KV cache, preemptions) of this result.")
-    fmt = lambda v, frac: "–" if v is None else (fmt_percent(v) if frac else fmt_num(v))  # noqa: E731
     rows = [[label, fmt(base.get(k), frac), fmt(cur.get(k), frac), _why_change(base.get(k), cur.get(k), frac)]
             for k, label, frac in WHY_ROWS if k in cur or k in base]
     lines = [head]
-    if not base:
+    if not base and o.ab is not None:
+        lines.append("The base engine exported no server metrics: head values only.")
+    elif not base:
         lines.append("The baseline has no server metrics (recorded before they were kept, or its engine "
                      "exported none): current values only; record the baseline again to compare them.")
     elif not cur:

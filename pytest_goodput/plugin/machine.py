@@ -1,0 +1,46 @@
+"""Settings checked against this machine before any goodput test runs: CPU sets that must fit
+it, the base simulator's knobs, packet capture that must be possible here.
+
+Each check needs part of the core (the CPU planner, the simulator's profile, the capture
+probe), so the entry point imports this module only when one of these settings is given and
+the session has goodput work; a suite without goodput tests never loads it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_goodput.cli.ab import parse_knobs
+from pytest_goodput.cli.run import CLIError
+from pytest_goodput.plugin.settings import Settings, capture_refused
+from pytest_goodput.run.affinity import plan
+from pytest_goodput.schema.cpus import CpuSetError
+
+
+def check_machine(settings: Settings) -> None:
+    """A setting this machine cannot honour is a usage error naming where it came from."""
+    if settings.engine_cpus or settings.client_cpus:
+        _check_cpus(settings)
+    if settings.base_sim is not None:
+        _check_base_sim(settings)
+    if settings.capture == "on" and (why := capture_refused()):  # a usage error, not N failed tests
+        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('capture')}=on: {why}")
+
+
+def _check_cpus(settings: Settings) -> None:
+    """CPU sets that do not fit this machine are a usage error now, not a failed test later."""
+    try:
+        plan(settings.engine_cpus, settings.client_cpus, client_count=settings.workers or 1)
+    except CpuSetError as exc:
+        where = " / ".join(settings.sources.get(k, k) for k in ("engine_cpus", "client_cpus")
+                           if getattr(settings, k))
+        raise pytest.UsageError(f"pytest-goodput: {where}: {exc}") from None
+
+
+def _check_base_sim(settings: Settings) -> None:
+    """Simulator knobs that do not parse are a usage error before any engine starts."""
+    try:
+        parse_knobs("goodput-base", settings.base_sim or "")
+    except CLIError as exc:
+        raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('base_sim', 'base_sim')}: "
+                                f"{str(exc).partition(': ')[2]}") from None
