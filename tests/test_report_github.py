@@ -159,7 +159,7 @@ import pytest
 def test_slo_breaks():
     pass
 """)
-    res = pytester.runpytest("--goodput-baseline=none")
+    res = pytester.runpytest("--goodput-baseline=none", "--goodput-engine=sim")
     assert res.ret == 1
     lines = res.stdout.lines
     assert sum(line.startswith("::error") for line in lines) == 1, "\n".join(lines)
