@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pytest_goodput.schema.arg_errors import explain
 from pytest_goodput.schema.spec_rules import (  # noqa: F401 - the presets and limits, re-exported
     DEFAULT_REQUESTS,
     MAX_IMAGE_SIDE,
@@ -44,20 +45,24 @@ class ScenarioSpec(BaseModel):
     # NaN and infinities validate as floats but break schedules, timeouts and comparisons.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    # --- scenario and load -------------------------------------------------------------
-    scenario: Scenario = "server"
-    rate: Optional[float] = Field(None, gt=0, description="arrival rate, requests/s (server, interactive)")
-    arrival: Arrival = "poisson"
-    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1.0 is Poisson, <1 burstier")
+    # --- scenario and load (docs/scenarios.md) ------------------------------------------
+    scenario: Scenario = Field("server", description="the load's shape (docs/scenarios.md)")
+    rate: Optional[float] = Field(None, gt=0, description="arrival rate, requests/s (capacity: the "
+                                  "search's first rate)")
+    arrival: Arrival = Field("poisson", description="gaps between arrivals: exponential, gamma "
+                             "(with burstiness=) or constant")
+    burstiness: float = Field(1.0, gt=0, description="gamma shape; 1.0 is Poisson, <1 burstier "
+                              "(arrival='gamma')")
     concurrency: Optional[int] = Field(
         None, ge=1, description="closed-loop users (concurrency) or in-flight ceiling (others)"
     )
-    requests: Optional[int] = Field(None, ge=1, description="measured requests (warm-up excluded)")
-    duration_s: Optional[float] = Field(None, gt=0, description="bound on the measured window")
-    warmup_requests: int = Field(0, ge=0)
-    warmup_s: float = Field(0.0, ge=0)
-    seed: int = 0
-    timeout_s: float = Field(60.0, gt=0, description="per-request timeout")
+    requests: Optional[int] = Field(None, ge=1, description="measured requests, warm-up excluded "
+                                    f"(default {DEFAULT_REQUESTS} unless duration_s= bounds the run)")
+    duration_s: Optional[float] = Field(None, gt=0, description="bound on the measured window, s")
+    warmup_requests: int = Field(0, ge=0, description="requests sent first and left out of every metric")
+    warmup_s: float = Field(0.0, ge=0, description="requests scheduled in the first seconds are warm-up")
+    seed: int = Field(0, description="seeds prompts, lengths and arrivals: runs of one spec replay them")
+    timeout_s: float = Field(60.0, gt=0, description="per-request timeout, s (a timed-out request fails)")
     workers: int = Field(1, ge=1, le=64, description="client processes the load is sharded over")
     # --- load workers on a Ray cluster (docs/ray.md)
     backend: Literal["process", "ray"] = Field(
@@ -67,19 +72,27 @@ class ScenarioSpec(BaseModel):
                                         "sketches and a sample, not every record (None: 2,000,000)")
     capture: Literal["off", "auto", "on"] = Field(
         "off", description="receive times from a packet capture (docs/capture.md); auto: when permitted")
-    # sweep / capacity
-    sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
-    sweep_over: Literal["concurrency", "rate"] = "concurrency"
-    frontier_percentile: float = Field(50.0, gt=0, le=100)
-    gpus: int = Field(1, ge=1)
-    capacity_max_rate: Optional[float] = Field(None, gt=0)
-    capacity_resolution: float = Field(0.05, gt=0, lt=1, description="relative rate resolution")
-    repeats: int = Field(1, ge=1, le=20)
+    # sweep / capacity (docs/frontiers.md)
+    sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep, "
+                                               "one run each")
+    sweep_over: Literal["concurrency", "rate"] = Field(
+        "concurrency", description="what sweep= lists: closed-loop users, or Poisson rates")
+    frontier_percentile: float = Field(50.0, gt=0, le=100, description="the TPOT percentile a "
+                                       "frontier point's interactivity (tok/s/user) is read at")
+    gpus: int = Field(1, ge=1, description="GPUs behind the engine: frontier throughput is per GPU")
+    capacity_max_rate: Optional[float] = Field(None, gt=0, description="the highest rate the "
+                                               "capacity search probes, requests/s")
+    capacity_resolution: float = Field(0.05, gt=0, lt=1, description="relative rate resolution the "
+                                       "capacity search stops at")
+    repeats: int = Field(1, ge=1, le=20, description="runs of the scenario per session, judged "
+                         "together (same prompts and schedule)")
 
     # --- request shape -----------------------------------------------------------------
-    api: Api = "completions"
-    stream: bool = True
-    ignore_eos: bool = True
+    api: Api = Field("completions", description="the OpenAI API requested: /v1/completions or "
+                     "/v1/chat/completions")
+    stream: bool = Field(True, description="stream the response (per-token timings, TPOT and ITL, need it)")
+    ignore_eos: bool = Field(True, description="ask the engine to generate exactly osl tokens "
+                             "(a shorter answer fails)")
 
     # --- reasoning models: how hard the model thinks (part of the workload) -------------
     reasoning_effort: Optional[Literal["low", "medium", "high"]] = Field(
@@ -87,17 +100,18 @@ class ScenarioSpec(BaseModel):
     thinking_budget: Optional[int] = Field(
         None, ge=1, description="chat: most reasoning tokens, sent as thinking_token_budget (vLLM)")
 
-    # --- workload ----------------------------------------------------------------------
-    workload: WorkloadKind = "synthetic"
+    # --- workload (docs/workloads.md) ----------------------------------------------------
+    workload: WorkloadKind = Field("synthetic", description="where prompts come from: generated "
+                                   "words, or a dataset= file")
     dataset: Optional[str] = Field(None, description="path to a JSONL or ShareGPT JSON file")
     isl: int = Field(128, ge=1, description="input sequence length, tokens")
     osl: int = Field(64, ge=1, description="output sequence length, tokens")
-    isl_dist: LengthDist = "fixed"
-    osl_dist: LengthDist = "fixed"
+    isl_dist: LengthDist = Field("fixed", description="how input lengths vary around isl")
+    osl_dist: LengthDist = Field("fixed", description="how output lengths vary around osl")
     range_ratio: float = Field(0.0, ge=0, lt=1, description="uniform: lengths in [L(1-r), L(1+r)]")
     length_cv: float = Field(0.25, ge=0, le=5, description="normal/lognormal: std / mean")
-    min_len: int = Field(1, ge=1)
-    max_len: Optional[int] = Field(None, ge=1)
+    min_len: int = Field(1, ge=1, description="shortest drawn length, tokens")
+    max_len: Optional[int] = Field(None, ge=1, description="longest drawn length, tokens")
     # --- multi-turn conversations and shared prefixes (docs/workloads.md) ---------------
     turns: int = Field(1, ge=1, le=1000, description="requests per conversation, each carrying the history")
     think_time_s: float = Field(0.0, ge=0, description="mean (exponential) pause between a conversation's turns")
@@ -121,27 +135,36 @@ class ScenarioSpec(BaseModel):
     image_size: Union[str, tuple[str, ...]] = Field(
         "448x448", description="generated images' WIDTHxHEIGHT; a list draws one per image")
 
-    # --- SLOs --------------------------------------------------------------------------
-    slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive")
-    ttft_ms: Optional[float] = Field(None, gt=0)
+    # --- SLOs (docs/metrics.md) ----------------------------------------------------------
+    slo: Optional[str] = Field(None, description="named preset, e.g. mlperf/llama2-70b/interactive: "
+                               "P99 TTFT and TPOT SLOs and the same per-request limits")
+    ttft_ms: Optional[float] = Field(None, gt=0, description="per-request limit on time to first "
+                                     "token, ms (goodput counts requests within every limit)")
     ttfo_ms: Optional[float] = Field(
-        None, gt=0, description="time to first answer token, after any reasoning (reasoning models)"
+        None, gt=0, description="per-request limit on time to first answer token, after any "
+        "reasoning, ms (reasoning models)"
     )
-    tpot_ms: Optional[float] = Field(None, gt=0)
-    e2e_ms: Optional[float] = Field(None, gt=0)
-    attainment: float = Field(0.99, gt=0, le=1, description="target fraction of good requests")
+    tpot_ms: Optional[float] = Field(None, gt=0, description="per-request limit on time per output "
+                                     "token after the first, ms")
+    e2e_ms: Optional[float] = Field(None, gt=0, description="per-request limit on end-to-end latency, ms")
+    attainment: float = Field(0.99, gt=0, le=1, description="target fraction of requests within every "
+                              "per-request limit")
     max_error_rate: float = Field(
         0.0, ge=0, le=1, description="most failed requests allowed, as a fraction of those issued"
     )
-    percentile_slos: dict[str, float] = Field(default_factory=dict)
+    percentile_slos: dict[str, float] = Field(default_factory=dict, description="percentile SLOs "
+                                              "by name, as the <metric>_p<P>_ms keywords give them")
 
     # --- gate --------------------------------------------------------------------------
-    tolerance: Optional[float] = Field(None, ge=0, lt=1)
+    tolerance: Optional[float] = Field(None, ge=0, lt=1, description="tolerated relative change of "
+                                       "every gated metric (else each metric's default)")
     interactivity_tolerance: float = Field(
         0.05, ge=0, lt=1, description="sweeps: interactivity slack when matching frontier points"
     )
-    tolerances: dict[str, float] = Field(default_factory=dict)
-    gate: Optional[tuple[str, ...]] = None
+    tolerances: dict[str, float] = Field(default_factory=dict, description="tolerated relative change "
+                                         "per metric path, e.g. {'metrics.ttft_ms.p99': 0.15}")
+    gate: Optional[tuple[str, ...]] = Field(None, description="metric paths to gate instead of the "
+                                            "scenario's defaults, e.g. ['metrics.ttft_ms.p99']")
 
     @model_validator(mode="before")
     @classmethod
@@ -196,16 +219,13 @@ class ScenarioSpec(BaseModel):
         return self.model_copy(update=upd)
 
 
-def format_validation_error(err: ValidationError, where: str) -> str:
-    """One line per bad argument: where it came from, which argument, what is allowed."""
-    lines = [f"{where}: invalid goodput arguments"]
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "(spec)"
-        msg = e["msg"].removeprefix("Value error, ")
-        got = e.get("input")
-        got_s = "" if loc == "(spec)" or isinstance(got, dict) else f" (got {got!r})"
-        lines.append(f"  {loc}: {msg}{got_s}")
-    return "\n".join(lines)
+def format_validation_error(err: ValidationError, where: str, given: Optional[Mapping[str, Any]] = None,
+                            model: Optional[type[BaseModel]] = None,
+                            valid: Optional[Sequence[str]] = None) -> str:
+    """One line per bad argument: where it came from, the argument as ``given``, what it takes
+    (``schema/arg_errors.py``); ``valid``: the names an unknown one is matched against."""
+    model = model or ScenarioSpec
+    return explain(err, where, model, given or {}, valid if valid is not None else list(model.model_fields))
 
 
 def build_spec(args: dict[str, Any], where: str = "spec") -> ScenarioSpec:
@@ -213,4 +233,4 @@ def build_spec(args: dict[str, Any], where: str = "spec") -> ScenarioSpec:
     try:
         return ScenarioSpec.model_validate(args)
     except ValidationError as err:
-        raise SpecError(format_validation_error(err, where)) from None
+        raise SpecError(format_validation_error(err, where, args)) from None
