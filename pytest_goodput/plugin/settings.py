@@ -269,7 +269,6 @@ class Settings:
                                    "(--goodput-serve or the simulator), not to one attached by URL; "
                                    "pin that engine where it is started, or set only client CPUs")
 
-
     def _one_engine(self) -> None:
         """``engine=sim`` and a URL or command both name the session's engine: the one from the
         stronger source wins (command line > ini > environment); from one source, an error."""
