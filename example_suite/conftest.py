@@ -1,4 +1,5 @@
-"""The example suite runs on the embedded engine simulator unless an engine is named.
+"""The example suite runs on the embedded engine simulator (pytest.ini: goodput_engine = sim)
+unless an engine is named on the command line.
 
 Try:  pytest example_suite --goodput-baseline                    (passes)
       GOODPUT_SIM_SLOWDOWN=1.2 pytest example_suite --goodput-baseline   (fails: regressions)

@@ -95,9 +95,9 @@ def test_decode():
     pass
 """)
     r = pytester.runpytest("-p", "no:cacheprovider")
-    assert r.ret == pytest.ExitCode.USAGE_ERROR
-    r.stderr.fnmatch_lines([f"*test_ab_gate_perf.py::test_decode*"])
-    assert message in r.stderr.str()
+    assert r.ret == pytest.ExitCode.INTERRUPTED  # a collection error
+    r.stdout.fnmatch_lines([f"*test_ab_gate_perf.py::test_decode*"])
+    assert message in r.stdout.str()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -140,14 +140,21 @@ def test_decode(goodput):
 
 
 def test_a_capacity_search_cannot_run_in_ab_mode_and_says_why(pytester):
-    write(pytester, """
-@pytest.mark.goodput(scenario="capacity", ttft_ms=500, requests=10, isl=16, osl=8, base_sim="default")
+    capacity = """
+@pytest.mark.goodput(scenario="capacity", ttft_ms=500, requests=10, isl=16, osl=8{})
 def test_capacity():
     pass
-""")
-    r = pytester.runpytest("-p", "no:cacheprovider")
+"""
+    write(pytester, capacity.format(""))
+    r = pytester.runpytest("-p", "no:cacheprovider", "--goodput-base-sim=default")
     assert r.ret == 1
     r.stdout.fnmatch_lines(["*A/B mode: A/B mode does not compare capacity searches*"])
+    # A base engine named on the marker is refused with the test, before anything runs.
+    write(pytester, capacity.format(', base_sim="default"'))
+    r = pytester.runpytest("-p", "no:cacheprovider")
+    assert r.ret == pytest.ExitCode.INTERRUPTED
+    assert ("base_sim='default' does not apply to scenario 'capacity': A/B mode does not compare "
+            "capacity searches") in r.stdout.str()
 
 
 def test_a_sweep_is_judged_point_by_point_and_drawn_as_two_frontiers(pytester, monkeypatch):

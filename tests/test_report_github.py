@@ -177,7 +177,7 @@ def test_every_annotation_starts_a_line_at_every_verbosity(pytester, monkeypatch
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    args = ["--goodput-baseline", "--goodput-hardware=b", "--goodput-allow-new"]
+    args = ["--goodput-baseline", "--goodput-hardware=b", "--goodput-allow-new", "--goodput-engine=sim"]
     res = pytester.runpytest(*args, *([verbosity] if verbosity else []))
     assert res.ret == pytest.ExitCode.TESTS_FAILED
     lines = res.stdout.lines

@@ -60,7 +60,8 @@ def test_worst_comparison_prefers_verdict_then_bad_change():
 def test_summary_rows_sorted_with_worst_metric():
     text = render_summary(fx.all_outcomes())
     lines = text.splitlines()
-    assert lines[0] == (
+    assert lines[0] == "engine: vllm 0.6.3"  # the engine the numbers come from, first
+    assert lines[1] == (
         "goodput: 8 tests - 2 passed, 1 regressed, 1 new, 1 slo-failed, 1 invalid, 1 error, 1 incomparable"
     )
     rows = [ln for ln in lines if ln.startswith("tests/")]

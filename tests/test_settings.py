@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.plugin.settings import SettingsError, resolve
+from pytest_goodput.plugin.settings import SettingsError, in_ci, resolve
 
 
 def test_precedence():
@@ -46,3 +46,48 @@ def test_errors_name_the_source(cli, ini, env, needle):
     with pytest.raises(SettingsError) as ei:
         resolve(cli, ini, env)
     assert needle in str(ei.value)
+
+
+def test_the_simulator_is_named_like_any_engine_the_stronger_source_winning():
+    s = resolve({"engine": "SIM"}, {}, {})
+    assert s.engine == "sim" and s.engine_named and s.sources["engine"] == "--goodput-engine"
+    # the command line beats the ini file, which beats the environment
+    s = resolve({"url": "http://127.0.0.1:8000"}, {"engine": "sim"}, {})
+    assert s.engine is None and s.url == "http://127.0.0.1:8000"
+    s = resolve({"engine": "sim"}, {"serve": "vllm serve m --port {port}"}, {})
+    assert s.engine == "sim" and s.serve is None
+    s = resolve({}, {"engine": "sim"}, {"GOODPUT_URL": "http://127.0.0.1:8000"})
+    assert s.engine == "sim" and s.url is None
+    assert not resolve({}, {}, {}).engine_named
+
+
+@pytest.mark.parametrize("cli,ini,env,needle", [
+    ({"engine": "vllm"}, {}, {}, "--goodput-engine: 'vllm' is invalid for engine: allowed: sim"),
+    ({"engine": "sim", "serve": "x --port {port}"}, {}, {},
+     "names the simulator and --goodput-serve names another engine: name one"),
+    ({}, {"engine": "sim", "url": "http://h:1"}, {}, "ini goodput_url names another engine"),
+])
+def test_an_unknown_or_doubly_named_engine_is_an_error(cli, ini, env, needle):
+    with pytest.raises(SettingsError) as ei:
+        resolve(cli, ini, env)
+    assert needle in str(ei.value)
+
+
+@pytest.mark.parametrize("env,ci", [
+    ({}, None), ({"CI": "true"}, "CI=true"), ({"GITHUB_ACTIONS": "true"}, "GITHUB_ACTIONS=true"),
+    ({"CI": "1"}, "CI=1"), ({"CI": "false"}, None), ({"CI": ""}, None), ({"CI": "0", "GITHUB_ACTIONS": "true"},
+                                                                         "GITHUB_ACTIONS=true"),
+])
+def test_ci_is_a_variable_set_and_not_false(env, ci):
+    assert in_ci(env) == ci
+
+
+def test_in_ci_an_unnamed_engine_is_refused_with_the_three_ways_to_name_one():
+    message = resolve({}, {}, {}).unnamed_engine({"CI": "true"})
+    assert message is not None and "(CI=true)" in message
+    for way in ("--goodput-url URL", '--goodput-serve "CMD"', "--goodput-engine=sim", "goodput_url",
+                "goodput_serve", "goodput_engine = sim", "GOODPUT_URL", "GOODPUT_SERVE", "GOODPUT_ENGINE=sim"):
+        assert way in message, way
+    assert resolve({}, {}, {}).unnamed_engine({}) is None  # a developer's machine: the simulator
+    assert resolve({"engine": "sim"}, {}, {}).unnamed_engine({"CI": "true"}) is None
+    assert resolve({"url": "http://h:1"}, {}, {}).unnamed_engine({"CI": "true"}) is None

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from pytest_goodput.plugin.harness import GoodputHarness
     from pytest_goodput.plugin.session import GoodputSession
     from pytest_goodput.schema.outcome import TestOutcome
-    from pytest_goodput.schema.spec import ScenarioSpec
 
 MARKER = "goodput"
 _settings_key = pytest.StashKey[Settings]()
@@ -55,14 +54,13 @@ class _Core(NamedTuple):
 
     GoodputSession: type["GoodputSession"]
     SpecError: type[Exception]
-    build_spec: Callable[..., "ScenarioSpec"]
+    check_marker: Callable[..., tuple[dict, Any]]
     failure_message: Callable[["TestOutcome"], str]
     render_summary: Callable[..., str]
     supports_unicode: Callable[[Any], bool]
     write_session_reports: Callable[..., None]
     redact: Callable[[str], str]
     junit_properties: Callable[..., list[tuple[str, str]]]
-    split_ab_args: Callable[..., tuple[dict, Any]]
 
 
 def _core() -> _Core:
@@ -71,12 +69,12 @@ def _core() -> _Core:
     from pytest_goodput.report.files import write_session_reports
     from pytest_goodput.report.junit import junit_properties
     from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
-    from pytest_goodput.schema.ab_options import split_ab_args
     from pytest_goodput.schema.redaction import redact
-    from pytest_goodput.schema.spec import SpecError, build_spec
+    from pytest_goodput.schema.marker import check_marker
+    from pytest_goodput.schema.spec import SpecError
 
-    return _Core(GoodputSession, SpecError, build_spec, failure_message, render_summary,
-                 supports_unicode, write_session_reports, redact, junit_properties, split_ab_args)
+    return _Core(GoodputSession, SpecError, check_marker, failure_message, render_summary,
+                 supports_unicode, write_session_reports, redact, junit_properties)
 
 
 def _harness_class() -> type["GoodputHarness"]:
@@ -219,13 +217,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         core = _core()  # a goodput test: its arguments are checked now, before anything runs
         try:
-            args, ab = core.split_ab_args(_marker_args(item, markers), where=item.nodeid)
-            core.build_spec(args, where=item.nodeid)
+            args, ab = core.check_marker(_marker_args(item, markers), where=item.nodeid)
             item.stash[_spec_args_key], item.stash[_ab_key] = args, ab
         except core.SpecError as exc:
-            problems.append(str(exc))
+            problems.append((item, str(exc)))
     if problems:
-        raise pytest.UsageError("\n".join(problems))
+        _refuse(config, items, problems)
+
+
+def _refuse(config: pytest.Config, items: list[pytest.Item], problems: list[tuple[pytest.Item, str]]) -> None:
+    """Each test with bad marker arguments is a collection error of its own, as an import error
+    is: listed under ERRORS, counted in the summary line, and the session stops before any
+    test runs (exit 2; ``--continue-on-collection-errors`` runs the others)."""
+    bad = {id(item) for item, _ in problems}
+    items[:] = [i for i in items if id(i) not in bad]
+    for item, message in problems:
+        # The summary line shows the node id and the message's first line, cut to the terminal's
+        # width: what is wrong first, the test last.
+        first, _, rest = message.partition("\n")
+        first = f"{first.removeprefix(item.nodeid + ': ')} (in {item.nodeid})"
+        report = pytest.CollectReport(item.nodeid, "failed", "\n".join(filter(None, (first, rest))), [])
+        config.hook.pytest_collectreport(report=report)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

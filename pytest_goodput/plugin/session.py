@@ -6,7 +6,6 @@ baselines in update mode, and writes the session's reports at the end.
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Callable, NoReturn, Optional
@@ -20,7 +19,7 @@ from pytest_goodput.judge.evidence import from_baseline
 from pytest_goodput.judge.judge import Policy, fails, metric_defs
 from pytest_goodput.judge.recording import outlier_notes, recording_outliers
 from pytest_goodput.load import ray_runtime
-from pytest_goodput.plugin.settings import OPTIONS, Settings
+from pytest_goodput.plugin.settings import OPTIONS, Settings, in_ci
 from pytest_goodput.report.power_plan import plan_lines
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
@@ -63,6 +62,9 @@ class GoodputSession:
         """The session's engine, started on first use (so ``--co`` starts nothing)."""
         if self._engine is None:
             s = self.settings
+            refused = s.unnamed_engine()
+            if refused is not None:  # CI, and no engine named: never the simulator unasked
+                pytest.fail(refused, pytrace=False)
             engine_cpus = self._cpus()[0]
             self._engine = _started(lambda: select(
                 url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env,
@@ -295,8 +297,7 @@ class GoodputSession:
         """Missing baselines fail the session in strict mode, and in CI unless new baselines
         are allowed there (``--goodput-allow-new``)."""
         s = self.settings
-        in_ci = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
-        return s.strict or (in_ci and not s.allow_new)
+        return s.strict or (in_ci() is not None and not s.allow_new)
 
     def unused_baselines(self) -> list[Path]:
         """Baselines of collected test modules whose test no longer exists."""

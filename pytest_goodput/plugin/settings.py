@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 
 def _float(v: str) -> float:
@@ -62,6 +62,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("model", "model name to request (default: the engine's first listed model)"),
     Option("api_key_env", "name of the environment variable holding the API key (never stored)"),
     Option("serve", 'command that launches an engine, "{port}" replaced by a free port'),
+    Option("engine", "sim: measure the embedded simulator. Needed where no --goodput-url or "
+           "--goodput-serve names an engine and CI or GITHUB_ACTIONS is set: there, goodput tests "
+           "fail rather than time the simulator unasked"),
     Option("ready_timeout", "seconds a launched engine (--goodput-serve) may take to answer its "
            "health probe before the run fails with its log (default 300, at most 86400)", "float"),
     Option("baseline_dir", "directory of stored baselines (default .goodput/baselines)", cli=False),
@@ -111,6 +114,31 @@ OPTIONS: tuple[Option, ...] = (
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 CAPTURE_MODES = ("off", "auto", "on")
+#: Engines ``--goodput-engine`` names (a URL or a command names the others).
+ENGINES = ("sim",)
+#: Values of CI and GITHUB_ACTIONS that mean "not in CI".
+_NOT_SET = ("", "0", "false", "no", "off")
+
+#: What a goodput test says in CI when no engine is named (``Settings.unnamed_engine``).
+UNNAMED_ENGINE = (
+    "pytest-goodput: no engine is named and this is CI ({ci}), so this test measures nothing "
+    "rather than time the embedded simulator unasked. Name the engine one of three ways: "
+    "attach to a running one with --goodput-url URL, launch one with --goodput-serve \"CMD\" "
+    "(\"{{port}}\" becomes a free port), or choose the simulator with --goodput-engine=sim; each "
+    "is also an ini key (goodput_url, goodput_serve, goodput_engine = sim) and an environment "
+    "variable (GOODPUT_URL, GOODPUT_SERVE, GOODPUT_ENGINE=sim). See docs/engines.md."
+)
+
+
+def in_ci(env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """``CI=true`` (the variable that says so), when CI or GITHUB_ACTIONS is set and not false;
+    None on a developer's machine."""
+    env = os.environ if env is None else env
+    for name in ("CI", "GITHUB_ACTIONS"):
+        value = env.get(name)
+        if value is not None and value.strip().lower() not in _NOT_SET:
+            return f"{name}={value}"
+    return None
 
 
 class SettingsError(ValueError):
@@ -155,6 +183,7 @@ class Settings:
     model: Optional[str] = None
     api_key_env: Optional[str] = None
     serve: Optional[str] = None
+    engine: Optional[str] = None
     ready_timeout: float = 300.0
     baseline_dir: str = ".goodput/baselines"
     compare: bool = False
@@ -186,6 +215,16 @@ class Settings:
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
+    def engine_named(self) -> bool:
+        """Whether the session's engine is named (a URL, a command, or the simulator by name)."""
+        return bool(self.url or self.serve or self.engine)
+
+    def unnamed_engine(self, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+        """Why goodput tests must fail: in CI with no engine named (else None)."""
+        ci = in_ci(env)
+        return UNNAMED_ENGINE.format(ci=ci) if ci and not self.engine_named else None
+
+    @property
     def ab(self) -> bool:
         """A/B mode for every goodput test of the session (a base engine is set)."""
         return any(v is not None for v in (self.base_serve, self.base_url, self.base_sim))
@@ -206,6 +245,7 @@ class Settings:
                     parse_cpus(value)
                 except CpuSetError as exc:
                     raise OutOfBoundsError(f.name, str(exc)) from None
+        self._one_engine()
         if self.capture is not None:
             self.capture = str(self.capture).strip().lower()
             if self.capture not in CAPTURE_MODES:
@@ -234,6 +274,35 @@ class Settings:
             raise OutOfBoundsError("engine_cpus", "applies to an engine the plugin starts "
                                    "(--goodput-serve or the simulator), not to one attached by URL; "
                                    "pin that engine where it is started, or set only client CPUs")
+
+    def _one_engine(self) -> None:
+        """``engine=sim`` and a URL or command both name the session's engine: the one from the
+        stronger source wins (command line > ini > environment); from one source, an error."""
+        if self.engine is None:
+            return
+        self.engine = str(self.engine).strip().lower()
+        if self.engine not in ENGINES:
+            raise OutOfBoundsError("engine", "allowed: sim (the embedded simulator); name any other "
+                                   "engine with --goodput-url or --goodput-serve")
+        others = [k for k in ("url", "serve") if getattr(self, k)]
+        if not others:
+            return
+        sim, other = _rank(self.sources.get("engine")), min(_rank(self.sources.get(k)) for k in others)
+        if sim == other:
+            where = self.sources.get(others[0], others[0])
+            raise OutOfBoundsError("engine", f"names the simulator and {where} names another engine: "
+                                   "name one")
+        if sim < other:
+            self.url = self.serve = None
+        else:
+            self.engine = None
+
+
+def _rank(source: Optional[str]) -> int:
+    """A source's strength: 0 command line (or set directly), 1 ini file, 2 environment."""
+    if source is None:
+        return 0
+    return 1 if source.startswith("ini ") else 2 if source.startswith("environment ") else 0
 
 
 def ray_after_space(args: list[str]) -> Optional[str]:

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.judge.recording import OUTLIER_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
+from pytest_goodput.report.engine_line import engine_line
 from pytest_goodput.report.md_context import details as env_details
 from pytest_goodput.report.md_context import questions_table, why_block
 from pytest_goodput.report.md_shapes import capacity_block, frontier_block, step_details
@@ -180,9 +181,10 @@ def _cut_note(max_bytes: int, cuts: list[str]) -> str:
 
 def render_markdown(outcomes: list[TestOutcome], *, title: str = "pytest-goodput report",
                     max_bytes: int = 1_000_000) -> str:
-    """The whole report; when over ``max_bytes``, cut details, then passing tests, and say so."""
+    """The whole report; when over ``max_bytes``, cut details, then passing tests, and say so.
+    Its first line names the engine measured."""
     ordered = sorted_outcomes(outcomes)
-    head = [f"## {escape_cell(title)}", summary_line(ordered)]
+    head = [f"## {escape_cell(title)} — {engine_line(ordered, code_span, escape_cell)}", summary_line(ordered)]
     rows = [_overview_row(o) for o in ordered]
     sections = [_section(o) for o in ordered]
     details = ["\n\n".join(d for d in (step_details(o), env_details(o)) if d) for o in ordered]

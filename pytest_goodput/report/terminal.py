@@ -12,6 +12,7 @@ from typing import Optional, TextIO
 from tabulate import tabulate
 
 from pytest_goodput.judge.recording import OUTLIER_NOTE
+from pytest_goodput.report.engine_line import engine_line
 from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
@@ -178,7 +179,7 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         longest = max(len(o.nodeid) for o in ordered)
         limit = max(_MIN_NAME, longest - (_width_of(table) - width))
         table = _summary_table(ordered, columns, limit, ascii)
-    parts = [_headline(ordered), table]
+    parts = [engine_line(ordered) + "\n" + _headline(ordered), table]
     shapes = [f"{o.nodeid}: {line}" for o in ordered
               for line in (frontier_headline(o, "->" if ascii else "→"), capacity_headline(o, "->" if ascii else "→"))
               if line]

@@ -83,11 +83,12 @@ def sim_knobs(value: Union[str, dict[str, Any], None], where: str) -> dict[str, 
 def split_ab_args(args: dict[str, Any], where: str) -> tuple[dict[str, Any], ABOptions]:
     """The marker's arguments without the A/B keywords, and those keywords validated."""
     spec_args = {k: v for k, v in args.items() if k not in AB_KEYS}
+    ab_args = {k: v for k, v in args.items() if k in AB_KEYS}
     try:
-        options = ABOptions.model_validate({k: v for k, v in args.items() if k in AB_KEYS})
+        options = ABOptions.model_validate(ab_args)
         options.sim_knobs()
     except ValidationError as err:
-        raise SpecError(format_validation_error(err, where)) from None
+        raise SpecError(format_validation_error(err, where, ab_args, ABOptions)) from None
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
     return spec_args, options
