@@ -94,6 +94,7 @@ class ScenarioSpec(BaseModel):
     # sweep / capacity
     sweep: Optional[tuple[float, ...]] = Field(None, description="concurrencies (or rates) to sweep")
     sweep_over: Literal["concurrency", "rate"] = "concurrency"
+    saturation_stop: bool = Field(True, description="sweeps: stop after the first point past saturation")
     frontier_percentile: float = Field(50.0, gt=0, le=100)
     gpus: int = Field(1, ge=1)
     capacity_max_rate: Optional[float] = Field(None, gt=0)
@@ -322,14 +323,14 @@ class ScenarioSpec(BaseModel):
     def identity(self) -> dict[str, Any]:
         """The fields that make two runs comparable.
 
-        Gate settings (tolerances, gated metrics, the error-rate limit), the number of
-        repeats and of head launches, and the client's process count, backend, capture and sketch threshold are
+        Gate settings (tolerances, gated metrics, the error-rate limit), repeats, head launches,
+        stopping past saturation, the client's process count, backend, capture and sketch threshold are
         excluded: they judge or drive a run, they do not change what is measured. Fields at
         their default are left out, so a new field added with a default never orphans existing
         baselines.
         """
         skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "capture",
-                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches"}
+                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches", "saturation_stop"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()
