@@ -43,7 +43,13 @@ def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
         points=frontier.get("points") if m.frontier is not None else None,
         capacity=m.capacity,
         capacities=[m.capacity] if m.capacity is not None else [],
+        saturation_steps=[_step(frontier.get("saturation"))],
+        saturation=frontier.get("saturation"),
     )
+
+
+def _step(saturation: Optional[dict]) -> Optional[float]:
+    return None if saturation is None else float(saturation["step"])
 
 
 def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
@@ -52,6 +58,7 @@ def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
     judge counts them as that many draws of the launch level (``judge/head_launches.py``)."""
     last = from_measurement(ms[-1], env, at)
     last.history = [samples_of(m.runs) for m in ms]
+    last.saturation_steps = [_step((m.frontier or {}).get("saturation")) for m in ms]
     last.results = [r for m in ms for r in m.runs]
     return last
 
@@ -86,6 +93,7 @@ def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evi
         frontier=latest.frontier if latest else None,
         capacity=latest.capacity if latest else None,
         capacities=[run.capacity for run in doc.runs if run.capacity is not None],
+        saturation_steps=[run.summary.get("sweep.saturation_step") for run in doc.runs],
     )
 
 

@@ -1,0 +1,65 @@
+"""Where a sweep's saturation began, against the baseline's sessions (pure).
+
+A sweep records the step (index into ``sweep``) of its first point past saturation, or
+``len(sweep)`` when none was (``measure/saturation.py``). The rule (``docs/frontiers.md``,
+"Saturation point"): *regressed* only when the current sweep saturated at least one step
+lower than every baseline session, and at least two baseline sessions agree on their step;
+one baseline session, or sessions that disagree, cannot tell a step lower from noise, so a
+lower step is then *inconclusive*. *Improved* is the mirror image. Baselines recorded before
+sweeps kept their saturation step give no row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+from pytest_goodput.schema.outcome import MetricComparison, Verdict
+
+METRIC = "sweep.saturation_load"
+
+
+def _load(loads: Sequence[float], step: int) -> Optional[float]:
+    return float(loads[step]) if 0 <= step < len(loads) else None
+
+
+def _name(loads: Sequence[float], step: int, kind: str) -> str:
+    load = _load(loads, step)
+    return f"{kind} {load:g}" if load is not None else "no measured point"
+
+
+def saturation_comparison(
+    loads: Sequence[float],
+    kind: str,
+    baseline_steps: Sequence[Optional[float]],
+    current_step: Optional[float],
+) -> Optional[MetricComparison]:
+    """The saturation point as a verdict of its own; None when either side never recorded one."""
+    known = [int(s) for s in baseline_steps if s is not None]
+    if not known or current_step is None:
+        return None
+    cur = int(current_step)
+    agree = len(set(known)) == 1 and len(known) >= 2
+    lowest, highest = min(known), max(known)
+    verdict: Verdict = "pass"
+    if cur < lowest:
+        verdict = "regressed" if agree else "inconclusive"
+    elif cur > highest and agree:
+        verdict = "improved"
+    steps = ", ".join(_name(loads, s, kind) for s in known)
+    why = ("one baseline session: a step lower may be noise" if len(known) == 1
+           else "baseline sessions agree" if agree else "baseline sessions disagree")
+    base_step = highest if cur > highest else lowest
+    base, now = _load(loads, base_step), _load(loads, cur)
+    return MetricComparison(
+        metric=METRIC,
+        direction="higher",
+        baseline=base,
+        current=now,
+        change=(now - base) / base if base and now is not None else None,
+        tolerance=0.0,
+        verdict=verdict,
+        method="first sweep point past saturation, in sweep steps",
+        note=(f"saturation began at {_name(loads, cur, kind)} (baseline sessions: {steps}; {why}); "
+              f"{cur - base_step:+d} sweep step(s)"),
+    )
