@@ -6,6 +6,7 @@ from typing import Optional
 
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.headline import key_metrics, measurement_metrics
+from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.schema.baseline import BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.evidence import Evidence
@@ -122,7 +123,9 @@ def from_sweep_runs(runs: list[RunResult], env: Optional[Fingerprint] = None,
     """The points of one sweep, read back as run results: one session of a sweep test."""
     spec = sweep_spec_of(runs, like)
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
+    saturation = saturation_record(spec, [point_saturation(spec, runs, i) for i in range(len(runs))], False)
     return Evidence(
+        saturation=saturation, saturation_steps=[float(saturation["step"])],
         spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)], env=env,
         summary=key_metrics(runs[-1]), results=list(runs),
         frontier=[p.model_dump(mode="json") for p in pareto_frontier(points)],
