@@ -19,6 +19,8 @@ SPEC = ScenarioSpec(scenario="sweep", sweep=(1, 4, 16, 32), requests=N, isl=8, o
 # concurrency -> (output tok/s, E2E ms): 4 users scale, 16 gain 5 % for 4x the users while
 # the latency quadruples (past saturation), 32 would only queue more.
 KNEE_AT_16 = {1: (100.0, 1000.0), 4: (380.0, 1050.0), 16: (400.0, 4000.0), 32: (405.0, 8000.0)}
+# a server with room for one request: 4 users gain nothing over 1.
+KNEE_AT_4 = {1: (100.0, 1000.0), 4: (105.0, 3900.0), 16: (106.0, 15000.0), 32: (106.0, 30000.0)}
 # the same server with twice the room: 16 users still scale, 32 are past saturation.
 KNEE_AT_32 = {1: (100.0, 1000.0), 4: (380.0, 1050.0), 16: (1400.0, 1150.0), 32: (1450.0, 2300.0)}
 
@@ -80,16 +82,19 @@ def test_no_point_past_saturation_measures_the_whole_sweep(monkeypatch: pytest.M
     assert "sweep.saturation_load" not in measurement_metrics(m)
 
 
-def test_the_judge_names_a_saturation_point_a_step_lower(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.MonkeyPatch) -> None:
     base = [run_sweep(monkeypatch, KNEE_AT_32)[0] for _ in range(2)]
-    cur = run_sweep(monkeypatch, KNEE_AT_16)[0]
+    cur = run_sweep(monkeypatch, KNEE_AT_4)[0]
     outcome = judge("t.py::test_sweep", from_measurement(cur), from_measurements(base), Policy())
     rows = {c.metric: c for c in outcome.comparisons}
     sat = rows["sweep.saturation_load"]
-    assert sat.verdict == "regressed" and (sat.baseline, sat.current) == (32.0, 16.0)
-    assert outcome.frontier is not None and outcome.frontier["saturation"]["began_at"] == 16
-    # The skipped point is not compared at equal load; the three measured ones are.
-    assert [p["load"] for p in outcome.frontier["comparison"]["by_load"]] == [1.0, 4.0, 16.0]
-    # Against itself: pass.
+    assert sat.verdict == "regressed" and (sat.baseline, sat.current) == (32.0, 4.0)
+    assert outcome.frontier is not None and outcome.frontier["saturation"]["began_at"] == 4
+    # The skipped points are not compared at equal load; the two measured ones are.
+    assert [p["load"] for p in outcome.frontier["comparison"]["by_load"]] == [1.0, 4.0]
+    # One step lower may be noise; against itself: pass.
+    one = judge("t.py::test_sweep", from_measurement(run_sweep(monkeypatch, KNEE_AT_16)[0]),
+                from_measurements(base), Policy())
+    assert {c.metric: c for c in one.comparisons}["sweep.saturation_load"].verdict == "inconclusive"
     same = judge("t.py::test_sweep", from_measurement(base[0]), from_measurements(base), Policy())
     assert {c.metric: c for c in same.comparisons}["sweep.saturation_load"].verdict == "pass"

@@ -9,16 +9,21 @@ from pytest_goodput.judge.saturation import saturation_comparison
 LOADS = (1.0, 2.0, 4.0, 8.0)
 
 
-def test_a_step_lower_than_agreeing_sessions_regressed() -> None:
-    c = saturation_comparison(LOADS, "rate", [3.0, 3.0], 2.0)
+def test_two_steps_lower_than_agreeing_sessions_regressed() -> None:
+    c = saturation_comparison(LOADS, "rate", [3.0, 3.0], 1.0)
     assert c is not None and c.verdict == "regressed"
     assert c.metric == "sweep.saturation_load" and c.direction == "higher"
-    assert (c.baseline, c.current) == (8.0, 4.0) and c.change == pytest.approx(-0.5)
-    assert "saturation began at rate 4" in c.note and "agree" in c.note and "-1 sweep step" in c.note
+    assert (c.baseline, c.current) == (8.0, 2.0) and c.change == pytest.approx(-0.75)
+    assert "saturation began at rate 2" in c.note and "agree" in c.note and "-2 sweep step" in c.note
+
+
+def test_one_step_lower_than_agreeing_sessions_is_inconclusive() -> None:
+    c = saturation_comparison(LOADS, "rate", [3.0, 3.0, 3.0], 2.0)
+    assert c is not None and c.verdict == "inconclusive" and "may be noise" in c.note
 
 
 def test_one_session_or_disagreeing_sessions_are_inconclusive() -> None:
-    one = saturation_comparison(LOADS, "rate", [3.0], 2.0)
+    one = saturation_comparison(LOADS, "rate", [3.0], 1.0)
     assert one is not None and one.verdict == "inconclusive" and "one baseline session" in one.note
     split = saturation_comparison(LOADS, "rate", [3.0, 2.0], 1.0)
     assert split is not None and split.verdict == "inconclusive" and "disagree" in split.note
@@ -33,6 +38,8 @@ def test_same_step_passes_later_improves_and_never_saturating_counts_as_beyond_t
     later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 4.0)  # 4 = len: none
     assert later is not None and later.verdict == "improved" and later.current is None
     assert "no measured point" in later.note
+    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 3.0)
+    assert one_later is not None and one_later.verdict == "pass"
     # The baseline never saturated; the current sweep did at its first point.
     worse = saturation_comparison(LOADS, "concurrency", [4.0, 4.0, 4.0], 0.0)
     assert worse is not None and worse.verdict == "regressed" and worse.baseline is None
@@ -47,10 +54,14 @@ def test_no_row_without_readings_on_both_sides() -> None:
 
 
 def test_example_of_docs_frontiers_md() -> None:
-    c = saturation_comparison(LOADS, "rate", [3.0, 3.0], 2.0)
+    c = saturation_comparison(LOADS, "rate", [3.0, 3.0], 1.0)
     assert c is not None and c.verdict == "regressed"
-    assert c.note == ("saturation began at rate 4 (baseline sessions: rate 8, rate 8; baseline "
-                      "sessions agree); -1 sweep step(s)")
+    assert c.note == ("saturation began at rate 2 (baseline sessions: rate 8, rate 8; baseline "
+                      "sessions agree); -2 sweep step(s)")
+    one = saturation_comparison(LOADS, "rate", [3.0, 3.0], 2.0)
+    assert one is not None and one.verdict == "inconclusive"
+    assert one.note == ("saturation began at rate 4 (baseline sessions: rate 8, rate 8; baseline "
+                        "sessions agree; fewer than 2 steps apart may be noise); -1 sweep step(s)")
 
 
 SAT = {"load_kind": "rate", "measured": [1.0, 2.0, 4.0], "began_at": 4.0, "step": 2,

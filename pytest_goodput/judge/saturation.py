@@ -2,11 +2,12 @@
 
 A sweep records the step (index into ``sweep``) of its first point past saturation, or
 ``len(sweep)`` when none was (``measure/saturation.py``). The rule (``docs/frontiers.md``,
-"Saturation point"): *regressed* only when the current sweep saturated at least one step
-lower than every baseline session, and at least two baseline sessions agree on their step;
-one baseline session, or sessions that disagree, cannot tell a step lower from noise, so a
-lower step is then *inconclusive*. *Improved* is the mirror image. Baselines recorded before
-sweeps kept their saturation step give no row.
+"Saturation point"): *regressed* only when the current sweep saturated at least two steps
+lower than every baseline session and at least two baseline sessions agree on their step.
+One step lower, one baseline session, or sessions that disagree is *inconclusive*: a knee
+near a step's edge moves one step between reruns of the same server, and a run of the same
+server is lower than all of k sessions with a chance up to 1/(k + 1). *Improved* is the
+mirror image. Baselines recorded before sweeps kept their saturation step give no row.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Optional
 from pytest_goodput.schema.outcome import MetricComparison, Verdict
 
 METRIC = "sweep.saturation_load"
+#: Steps apart that decide: one step is the sweep's resolution, so one step may be noise.
+STEPS = 2
 
 
 def _load(loads: Sequence[float], step: int) -> Optional[float]:
@@ -43,12 +46,14 @@ def saturation_comparison(
     lowest, highest = min(known), max(known)
     verdict: Verdict = "pass"
     if cur < lowest:
-        verdict = "regressed" if agree else "inconclusive"
-    elif cur > highest and agree:
+        verdict = "regressed" if agree and cur <= lowest - STEPS else "inconclusive"
+    elif cur >= highest + STEPS and agree:
         verdict = "improved"
     steps = ", ".join(_name(loads, s, kind) for s in known)
     why = ("one baseline session: a step lower may be noise" if len(known) == 1
            else "baseline sessions agree" if agree else "baseline sessions disagree")
+    if agree and 0 < abs(cur - lowest) < STEPS:
+        why += f"; fewer than {STEPS} steps apart may be noise"
     base_step = highest if cur > highest else lowest
     base, now = _load(loads, base_step), _load(loads, cur)
     return MetricComparison(
