@@ -98,3 +98,19 @@ def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.
     assert {c.metric: c for c in one.comparisons}["sweep.saturation_load"].verdict == "inconclusive"
     same = judge("t.py::test_sweep", from_measurement(base[0]), from_measurements(base), Policy())
     assert {c.metric: c for c in same.comparisons}["sweep.saturation_load"].verdict == "pass"
+
+
+def test_run_files_of_a_stopped_sweep_are_the_baselines_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run --json`` of a stopped sweep holds only the points it measured: read against the
+    full sweep's spec it is that sweep with the rest skipped, so the two stay comparable."""
+    from pytest_goodput.judge.evidence import from_sweep_runs
+
+    m, _ = run_sweep(monkeypatch, KNEE_AT_16)
+    ev = from_sweep_runs(m.runs, like=SPEC)
+    assert ev.spec.sweep == SPEC.sweep and ev.spec_hash == SPEC.identity_hash()
+    assert ev.saturation is not None and ev.saturation["skipped"] == [32] and ev.saturation_steps == [2.0]
+    # A shorter sweep whose last point is not past saturation is another sweep.
+    flat = {1: (100.0, 1000.0), 4: (390.0, 1000.0)}
+    short, _ = run_sweep(monkeypatch, flat, SPEC.model_copy(update={"sweep": (1, 4)}))
+    other = from_sweep_runs(short.runs, like=SPEC)
+    assert other.spec.sweep == (1.0, 4.0) and other.spec_hash != SPEC.identity_hash()

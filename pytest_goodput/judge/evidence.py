@@ -120,10 +120,21 @@ def sweep_spec_of(runs: list[RunResult], like: Optional[ScenarioSpec] = None) ->
 
 def from_sweep_runs(runs: list[RunResult], env: Optional[Fingerprint] = None,
                     like: Optional[ScenarioSpec] = None) -> Evidence:
-    """The points of one sweep, read back as run results: one session of a sweep test."""
+    """The points of one sweep, read back as run results: one session of a sweep test.
+
+    A sweep that stopped past saturation measured a prefix of ``like``'s loads and its last
+    point is past saturation: it is then ``like``'s sweep, with the rest skipped.
+    """
     spec = sweep_spec_of(runs, like)
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
-    saturation = saturation_record(spec, [point_saturation(spec, runs, i) for i in range(len(runs))], False)
+    readings = [point_saturation(spec, runs, i) for i in range(len(runs))]
+    assert spec.sweep is not None
+    full = like.sweep if like is not None and like.sweep is not None else None
+    stopped = (full is not None and len(full) > len(spec.sweep) and readings[-1].past
+               and tuple(float(v) for v in full[:len(spec.sweep)]) == tuple(float(v) for v in spec.sweep))
+    if stopped:
+        spec = spec.model_copy(update={"sweep": full})
+    saturation = saturation_record(spec, readings, stopped)
     return Evidence(
         saturation=saturation, saturation_steps=[float(saturation["step"])],
         spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)], env=env,
