@@ -73,6 +73,37 @@ def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester, 
     assert "| **hardware** | label " in text  # the four questions, baseline | current
 
 
+RATE_SWEEP = """
+import pytest
+
+@pytest.mark.goodput(scenario="sweep", sweep_over="rate", sweep=[2, 8, 64, 128, 256], duration_s=2.0,
+                     isl=128, osl=32)
+def test_rates():
+    pass
+"""
+
+
+def test_a_rate_sweep_stops_past_the_knee_and_names_where_saturation_began(pytester):
+    """A small KV cache (about six requests) puts the knee between 8 and 64 req/s: the sweep
+    stops at the first point past saturation and skips the rest, saying so."""
+    pytester.makepyfile(test_perf=RATE_SWEEP)
+    with simulator(kv_capacity_tokens=1024) as eng:
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+    res.assert_outcomes(passed=1)
+    doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_rates.json").read_text())
+    run = doc["runs"][0]
+    step = int(run["summary"]["sweep.saturation_step"])
+    began = run["summary"]["sweep.saturation_load"]
+    loads = [2.0, 8.0, 64.0, 128.0, 256.0]
+    assert 1 <= step <= 2 and began == loads[step]  # rate 2 keeps up; 64 is past the knee
+    assert len(run["samples"]) == step + 1  # nothing measured above it
+    skipped = loads[step + 1:]
+    out = res.stdout.str()
+    assert f"test_perf.py::test_rates: saturation: began at rate {began:g} req/s (" in out
+    assert (f"sweep stopped, skipped rate {', '.join(f'{v:g}' for v in skipped)} req/s: "
+            f"{len(skipped)} points, ~") in out
+
+
 def test_capacity_search_is_recorded_and_compared(pytester):
     pytester.makepyfile(test_cap="""
 import pytest

@@ -6,6 +6,7 @@ from typing import Optional
 
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.headline import key_metrics, measurement_metrics
+from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.schema.baseline import BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.evidence import Evidence
@@ -43,7 +44,13 @@ def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
         points=frontier.get("points") if m.frontier is not None else None,
         capacity=m.capacity,
         capacities=[m.capacity] if m.capacity is not None else [],
+        saturation_steps=[_step(frontier.get("saturation"))],
+        saturation=frontier.get("saturation"),
     )
+
+
+def _step(saturation: Optional[dict]) -> Optional[float]:
+    return None if saturation is None else float(saturation["step"])
 
 
 def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
@@ -52,6 +59,7 @@ def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
     judge counts them as that many draws of the launch level (``judge/head_launches.py``)."""
     last = from_measurement(ms[-1], env, at)
     last.history = [samples_of(m.runs) for m in ms]
+    last.saturation_steps = [_step((m.frontier or {}).get("saturation")) for m in ms]
     last.results = [r for m in ms for r in m.runs]
     return last
 
@@ -86,6 +94,7 @@ def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evi
         frontier=latest.frontier if latest else None,
         capacity=latest.capacity if latest else None,
         capacities=[run.capacity for run in doc.runs if run.capacity is not None],
+        saturation_steps=[run.summary.get("sweep.saturation_step") for run in doc.runs],
     )
 
 
@@ -111,10 +120,23 @@ def sweep_spec_of(runs: list[RunResult], like: Optional[ScenarioSpec] = None) ->
 
 def from_sweep_runs(runs: list[RunResult], env: Optional[Fingerprint] = None,
                     like: Optional[ScenarioSpec] = None) -> Evidence:
-    """The points of one sweep, read back as run results: one session of a sweep test."""
+    """The points of one sweep, read back as run results: one session of a sweep test.
+
+    A sweep that stopped past saturation measured a prefix of ``like``'s loads and its last
+    point is past saturation: it is then ``like``'s sweep, with the rest skipped.
+    """
     spec = sweep_spec_of(runs, like)
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
+    readings = [point_saturation(spec, runs, i) for i in range(len(runs))]
+    assert spec.sweep is not None
+    full = like.sweep if like is not None and like.sweep is not None else None
+    stopped = (full is not None and len(full) > len(spec.sweep) and readings[-1].past
+               and tuple(float(v) for v in full[:len(spec.sweep)]) == tuple(float(v) for v in spec.sweep))
+    if stopped:
+        spec = spec.model_copy(update={"sweep": full})
+    saturation = saturation_record(spec, readings, stopped)
     return Evidence(
+        saturation=saturation, saturation_steps=[float(saturation["step"])],
         spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)], env=env,
         summary=key_metrics(runs[-1]), results=list(runs),
         frontier=[p.model_dump(mode="json") for p in pareto_frontier(points)],

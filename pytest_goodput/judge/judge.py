@@ -15,6 +15,7 @@ from pytest_goodput.judge.capacity import capacity_comparison
 from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
+from pytest_goodput.judge.saturation import saturation_comparison
 from pytest_goodput.judge.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare
@@ -68,6 +69,10 @@ def _shape_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence
                                   spec.frontier_percentile)
         comparison = {**step.model_dump(mode="json"), "by_load": by_load}
         extra.append(frontier_metric(by_load, step, tol))
+        began = saturation_comparison(spec.sweep, spec.sweep_over, baseline.saturation_steps,
+                                      current.saturation_steps[-1] if current.saturation_steps else None)
+        if began is not None:
+            extra.append(began)
     if current.capacity is not None and baseline.capacities:
         extra.append(capacity_comparison(
             baseline.capacities, current.capacity,
@@ -93,6 +98,8 @@ def judge(
     frontier = None
     if current.frontier is not None:
         frontier = {"points": current.points or [], "current": current.frontier}
+        if current.saturation is not None:
+            frontier["saturation"] = current.saturation
     outcome = TestOutcome(
         nodeid=nodeid,
         location=location,

@@ -45,5 +45,11 @@ def measurement_metrics(m: Measurement) -> dict[str, Optional[float]]:
     if m.kind == "sweep" and m.frontier is not None:
         front = m.frontier.get("current") or []
         best = max((p.get("throughput") or 0.0 for p in front), default=None)
-        return {"frontier.max_output_tokens_per_s": best, "frontier.points": float(len(front))}
+        out = {"frontier.max_output_tokens_per_s": best, "frontier.points": float(len(front))}
+        sat = m.frontier.get("saturation")
+        if sat is not None:  # its step; its load only where it began (None would read as unknown)
+            out["sweep.saturation_step"] = float(sat["step"])
+            if sat.get("began_at") is not None:
+                out["sweep.saturation_load"] = float(sat["began_at"])
+        return out
     return key_metrics(m.result)

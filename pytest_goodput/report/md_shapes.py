@@ -18,6 +18,7 @@ from pytest_goodput.report.shapes import (
     capacity_sides,
     frontier_headline,
     load_text,
+    saturation_headline,
     point_rows,
     probe_verdict,
     step_rows,
@@ -99,6 +100,9 @@ def frontier_block(o: TestOutcome, render: Optional[ChartFn]) -> str:
     if headline:
         verdict = f" — {_verdict(comp.get('verdict'))}" if comp.get("verdict") else ""
         parts.append(f"**Frontier{verdict}:** " + escape_cell(headline.removeprefix("frontier: ")))
+    saturation = saturation_headline(o)
+    if saturation:
+        parts.append("**Saturation:** " + escape_cell(saturation.removeprefix("saturation: ")))
     chart = None
     if render is not None and _current(fr):
         try:

@@ -95,6 +95,26 @@ def frontier_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
     return text
 
 
+def saturation_headline(o: TestOutcome) -> Optional[str]:
+    """``saturation: began at rate 8 req/s (…); skipped rate 16, 32 req/s: 2 points, ~10 s of
+    load``; None when the sweep kept no reading (``docs/scenarios.md``)."""
+    sat = (o.frontier or {}).get("saturation")
+    if not sat:
+        return None
+    kind = str(sat.get("load_kind", ""))
+    if sat.get("began_at") is None:
+        return f"saturation: no measured point past saturation ({len(sat.get('measured') or [])} measured)"
+    text = f"saturation: began at {load_text(float(sat['began_at']), kind)} ({sat.get('reason')})"
+    skipped = sat.get("skipped") or []
+    if skipped:
+        values = ", ".join(fmt_num(float(v)) for v in skipped)
+        loads = f"rate {values} req/s" if kind == "rate" else f"concurrency {values}"
+        text += (f"; sweep stopped, skipped {loads}: "
+                 f"{len(skipped)} point{'s' if len(skipped) != 1 else ''}, "
+                 f"~{fmt_num(float(sat.get('saved_s') or 0.0))} s of load")
+    return text
+
+
 def capacity_sides(o: TestOutcome) -> tuple[Optional[dict], Optional[dict]]:
     """(current, baseline) capacity searches of a test, None where unknown."""
     cap = o.capacity or {}

@@ -13,7 +13,7 @@ from tabulate import tabulate
 
 from pytest_goodput.judge.recording import OUTLIER_NOTE
 from pytest_goodput.report.engine_line import engine_line
-from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline
+from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline, saturation_headline
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
     STATUSES,
@@ -181,7 +181,8 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         table = _summary_table(ordered, columns, limit, ascii)
     parts = [engine_line(ordered) + "\n" + _headline(ordered), table]
     shapes = [f"{o.nodeid}: {line}" for o in ordered
-              for line in (frontier_headline(o, "->" if ascii else "→"), capacity_headline(o, "->" if ascii else "→"))
+              for line in (frontier_headline(o, "->" if ascii else "→"), saturation_headline(o),
+                           capacity_headline(o, "->" if ascii else "→"))
               if line]
     if shapes:
         parts.append("\n".join(shapes))

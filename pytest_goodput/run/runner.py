@@ -15,6 +15,7 @@ from pytest_goodput.load.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
+from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.run.capacity import search
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
 from pytest_goodput.schema.measurement import Measurement
@@ -146,13 +147,29 @@ def measure(
 
 def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None,
           stage: Optional[StageFn] = None) -> Measurement:
+    """Each point in turn; by default the sweep stops after the first point past saturation
+    (``measure/saturation.py``): the loads above it are skipped and named in the result."""
     assert spec.sweep is not None
     tracker = Tracker(progress, len(spec.sweep), stage)
     kind = "rate" if spec.sweep_over == "rate" else "concurrency"
     notes: list[str] = []
-    runs = [valid_once(f"{kind} {v:g}", notes, lambda v=v: tracker.run(
-                f"{kind} {v:g}, point", lambda p: run_once(point_spec(spec, v), engine, p)))
-            for v in spec.sweep]
+    runs: list[RunResult] = []
+    readings = []
+    for v in spec.sweep:
+        runs.append(valid_once(f"{kind} {v:g}", notes, lambda v=v: tracker.run(
+            f"{kind} {v:g}, point", lambda p: run_once(point_spec(spec, v), engine, p))))
+        readings.append(point_saturation(spec, runs, len(runs) - 1))
+        if readings[-1].past and spec.saturation_stop:
+            break
+    stopped = len(runs) < len(spec.sweep)
+    saturation = saturation_record(spec, readings, stopped)
+    if stopped:
+        saved = sum(r.window.seconds for r in runs) / len(runs) * len(saturation["skipped"])
+        saturation["saved_s"] = saved
+        notes.append(f"sweep stopped: past saturation at {kind} {saturation['began_at']:g} "
+                     f"({saturation['reason']}); skipped {kind} "
+                     f"{', '.join(f'{v:g}' for v in saturation['skipped'])}, "
+                     f"{len(saturation['skipped'])} point(s), ~{saved:.0f} s of load")
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
     front = pareto_frontier(points)
     return Measurement(
@@ -163,6 +180,6 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
         frontier={
             "points": [p.model_dump(mode="json") for p in points],
             "current": [p.model_dump(mode="json") for p in front],
+            "saturation": saturation,
         },
     )
-

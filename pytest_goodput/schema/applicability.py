@@ -58,6 +58,7 @@ APPLIES: dict[str, Applies] = {
                         {"offline": "offline sends everything at once: use warmup_requests="}),
     "repeats": Applies(_all_but("sweep", "capacity"), "",
                        {"sweep": _ONE_RUN.format("point"), "capacity": _ONE_RUN.format("probe")}),
+    "saturation_stop": Applies(("sweep", RATE_SWEEP), "only a sweep climbs through loads"),
     "head_launches": Applies(_all_but("sweep", "capacity"), "", {
         "sweep": "a sweep's points are judged on its frontier, one launch",
         "capacity": "a capacity search is judged on its capacity, one launch"}),

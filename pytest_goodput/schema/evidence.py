@@ -31,6 +31,10 @@ class Evidence:
     frontier: Optional[list[dict[str, Any]]] = None  # the newest session's frontier (sweeps)
     points: Optional[list[dict[str, Any]]] = None  # every sweep point of the newest session
     capacity: Optional[dict[str, Any]] = None  # the newest session's capacity search
+    #: Each session's sweep step where saturation began (``len(sweep)``: none), oldest first;
+    #: None for a session recorded before sweeps kept it.
+    saturation_steps: list[Optional[float]] = field(default_factory=list)
+    saturation: Optional[dict[str, Any]] = None  # the newest session's saturation record (sweeps)
     capacities: list[dict[str, Any]] = field(default_factory=list)  # every session's, oldest first
     #: When each session was recorded (ISO 8601) and on which client CPU; None when unknown
     #: (the judge then takes the run for a sitting of its own, judge/sittings.py).

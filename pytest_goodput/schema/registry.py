@@ -151,6 +151,12 @@ FIXED: dict[str, MetricInfo] = {
         # comparisons, so they take a tolerance but cannot be named in ``gate=``.
         _info("frontier_throughput", "frontier throughput", "tok/s", "higher", "shape", gateable=False),
         _info("capacity.requests_per_s", "capacity", "req/s", "higher", "shape", gateable=False),
+        # Where a sweep's saturation began (docs/frontiers.md): its load, and its step in the
+        # sweep (len(sweep): no measured point past saturation), judged by a rule of its own.
+        _info("sweep.saturation_load", "saturation began at", "", "higher", "shape", gateable=False,
+              tolerable=False),
+        _info("sweep.saturation_step", "saturation step", "", "higher", "shape", gateable=False,
+              tolerable=False),
         # Headline numbers of a sweep, and the SLO checks of a run: shown, never compared.
         _info("frontier.max_output_tokens_per_s", "max frontier throughput", "tok/s", "higher",
               "shape", gateable=False, tolerable=False),

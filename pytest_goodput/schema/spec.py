@@ -77,6 +77,8 @@ class ScenarioSpec(BaseModel):
                                                "one run each")
     sweep_over: Literal["concurrency", "rate"] = Field(
         "concurrency", description="what sweep= lists: closed-loop users, or Poisson rates")
+    saturation_stop: bool = Field(True, description="sweeps: stop after the first point past saturation "
+                                  "(docs/metrics.md, \"Saturation in sweeps\"); False: measure every point")
     frontier_percentile: float = Field(50.0, gt=0, le=100, description="the TPOT percentile a "
                                        "frontier point's interactivity (tok/s/user) is read at")
     gpus: int = Field(1, ge=1, description="GPUs behind the engine: frontier throughput is per GPU")
@@ -189,14 +191,14 @@ class ScenarioSpec(BaseModel):
     def identity(self) -> dict[str, Any]:
         """The fields that make two runs comparable.
 
-        Gate settings (tolerances, gated metrics, the error-rate limit), the number of
-        repeats and of head launches, and the client's process count, backend, capture and sketch threshold are
+        Gate settings (tolerances, gated metrics, the error-rate limit), repeats, head launches,
+        stopping past saturation, the client's process count, backend, capture and sketch threshold are
         excluded: they judge or drive a run, they do not change what is measured. Fields at
         their default are left out, so a new field added with a default never orphans existing
         baselines.
         """
         skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "capture",
-                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches"}
+                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches", "saturation_stop"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()

@@ -36,6 +36,9 @@ def _from_session_test(test: dict[str, Any]) -> tuple[str, Evidence] | None:
     if outcome.frontier is not None:
         ev.frontier = outcome.frontier.get("current")
         ev.points = outcome.frontier.get("points")
+        ev.saturation = outcome.frontier.get("saturation")
+        if ev.saturation is not None:
+            ev.saturation_steps = [float(ev.saturation["step"])]
     if outcome.capacity is not None and outcome.capacity.get("current") is not None:
         ev.capacity = outcome.capacity["current"]
         ev.capacities = [ev.capacity]
