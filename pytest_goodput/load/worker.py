@@ -13,10 +13,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
+from pytest_goodput.load.bodies import BodyWindow
 from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.load.conversation import conversation_loop, open_conversations
 from pytest_goodput.load.health import SelfCheck
-from pytest_goodput.load.loops import ProgressTicker, Sender, closed_loop, open_loop
+from pytest_goodput.load.loops import ARM_LEAD_S, ProgressTicker, Sender, closed_loop, open_loop
 from pytest_goodput.load.plan import Job, Supply, owned
 from pytest_goodput.load.requests.reasoning_controls import reasoning_body
 from pytest_goodput.load.sketch import Sketcher, SketchPlan
@@ -84,11 +85,28 @@ class Worker:
     def __init__(self, init: Init, client: Sender, emit: Emit) -> None:
         self.init, self.client, self.emit = init, client, emit
         self.sketcher = None if init.sketch is None else Sketcher(init.sketch, init.spec, init.tokenizer)
+        self.window: Optional[BodyWindow] = None
+
+    def prepare(self, job: Job) -> None:
+        """Before the job's clock starts: an open loop's first request bodies (``bodies.py``)."""
+        self.window = None
+        if job.open_loop and not job.conversations:
+            lead = ARM_LEAD_S if getattr(self.client, "writes_on_schedule", False) else 0.0
+            self.window = BodyWindow(job.plans, self.client, job.prompts, lead)
+            self.window.prefill()
 
     async def _loop(self, job: Job, t0: float, check: SelfCheck, prog: ProgressTicker) -> list[Any]:
         spec, init = self.init.spec, self.init
         if job.open_loop and not job.conversations:
-            return await open_loop(self.client, _deadlines(job.plans, t0), check, prog, job.ceiling)
+            if self.window is None or self.window.plans is not job.plans:
+                self.prepare(job)  # a job run without its ``job`` message (no window prefilled)
+            window = self.window
+            assert window is not None
+            window.start(t0)
+            try:
+                return await open_loop(self.client, _deadlines(job.plans, t0), check, prog, job.ceiling, window)
+            finally:
+                await window.stop()
         supply = Supply(spec, 0, init.tokenizer, init.dataset, init.salt, items=job.items or [])
         if job.open_loop:
             return await open_conversations(spec, self.client, supply, check, prog, job.arrivals, t0,
@@ -119,6 +137,7 @@ class Worker:
     async def serve(self, receive: Receive) -> None:
         """Run jobs until ``stop``. Between phases nothing is in flight."""
         while (msg := await receive())[0] == "job":
+            self.prepare(msg[1])
             self.emit(("armed",))
             go = await receive()
             self.emit(await self.run_job(msg[1], go[1]))
