@@ -54,7 +54,7 @@ class Recorder:
 
     def __init__(self, plans: list[RequestPlan]) -> None:
         self.encoder = OpenAIClient("http://127.0.0.1:9", "m")  # never opened: only encodes
-        self.plans, self.bodies, self.held, self.built_by_send = plans, {}, [], 0
+        self.plans, self.bodies, self.held, self.held_bytes, self.built_by_send = plans, {}, [], [], 0
         self._sending = False
 
     def body_frame(self, plan):
@@ -71,12 +71,14 @@ class Recorder:
         plan.body = None  # as the real client: a sent request keeps no body
         self.bodies[plan.index] = body
         self.held.append(sum(p.body is not None for p in self.plans))
+        self.held_bytes.append(sum(len(p.body) for p in self.plans if p.body is not None))
         return RawExchange(plan, plan.scheduled_at, plan.scheduled_at, 200, [], None, None,
                            request_bytes=len(body))
 
 
-def test_a_trace_of_long_prompts_is_sent_with_bodies_built_ahead_within_the_window(tmp_path, monkeypatch):
-    monkeypatch.setattr(bodies, "AHEAD", 8)
+@pytest.mark.parametrize("bound", ["count", "bytes"])
+def test_a_trace_of_long_prompts_is_sent_with_bodies_built_ahead_within_the_window(tmp_path, monkeypatch, bound):
+    monkeypatch.setattr(bodies, *(("AHEAD", 8) if bound == "count" else ("AHEAD_BYTES", 400_000)))
     spec = ScenarioSpec(scenario="trace", trace=str(long_trace(tmp_path / "t.jsonl")), timeout_s=5)
     trace = read_trace(str(spec.trace))
     plan = plan_run(spec, 1, None, trace, salt=7)
@@ -86,7 +88,12 @@ def test_a_trace_of_long_prompts_is_sent_with_bodies_built_ahead_within_the_wind
 
     assert len(out.exchanges) == len(trace) == len(client.bodies)
     assert client.built_by_send == 0  # every body came built to its send
-    assert max(client.held) <= 8  # never more built ahead than the window
+    # never more built ahead than the window: 8 bodies, or 400 kB (the last body may cross it)
+    assert max(client.held) >= 2
+    if bound == "count":
+        assert max(client.held) <= 8
+    else:
+        assert max(client.held_bytes) < 400_000 + max(map(len, client.bodies.values()))
     prompts = TracePrompts(trace, 0, BLOCK, spec.seed, 7)
     for i, body in client.bodies.items():
         plan_i = out.exchanges[i].plan

@@ -32,8 +32,9 @@ from pytest_goodput.load.requests.trace_replay import TracePrompts
 from pytest_goodput.measure.exchange import RequestPlan
 
 #: Bodies built and not yet started, at most...
-AHEAD = 64
-#: ...and at most this many bytes of them (at least one body is always built).
+AHEAD = 4096
+#: ...and at most this many bytes of them (at least one body is always built): a replay
+#: whose bodies fit is built whole before its clock starts, a larger one keeps this much ahead.
 AHEAD_BYTES = 64 << 20
 #: Longest the window builds before it yields to the loop.
 STEP_S = 0.0002
