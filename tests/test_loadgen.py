@@ -205,3 +205,21 @@ def test_closed_loop_driver_chains_each_users_requests():
     tails = [ex for ex in out.exchanges if ex.end_at not in {e.plan.scheduled_at for e in out.exchanges}]
     assert len(heads) == len(tails) == 3
     assert out.check.health().requests == 15 and out.check.health().failed == 0
+
+
+def test_a_run_keeps_the_heap_it_started_with_out_of_the_collector_and_gives_it_back():
+    import gc
+
+    seen = []
+
+    class Watching(FakeClient):
+        async def send(self, plan):
+            seen.append(gc.get_freeze_count())
+            return await super().send(plan)
+
+    assert gc.get_freeze_count() == 0
+    for spec in (ScenarioSpec(scenario="server", rate=200, requests=5),
+                 ScenarioSpec(scenario="concurrency", concurrency=2, requests=6)):
+        fake_run(spec, Watching(0.001))
+        assert gc.get_freeze_count() == 0  # unfrozen after the run: collectable again
+    assert len(seen) == 11 and min(seen) > 0  # every request was sent with the heap frozen
