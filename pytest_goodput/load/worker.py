@@ -158,13 +158,13 @@ class Worker:
         prog = ProgressTicker(None, 0)
         check = SelfCheck(open_loop=job.open_loop, mean_gap_s=job.mean_gap_s)
         beat = asyncio.get_running_loop().create_task(_heartbeat(self.emit, prog))
-        check.start()
-        try:
-            with quiet_collector():
+        with quiet_collector():  # a full collection due at the end runs after the monitor stopped
+            check.start()
+            try:
                 out = await self._loop(job, t0, check, prog)
-        finally:
-            await check.stop()
-            beat.cancel()
+            finally:
+                await check.stop()
+                beat.cancel()
         stats = check.stats(out)
         if self.sketcher is not None:
             return ("done", self.sketcher.share(out, lambda n: self.emit(("tick", n))), stats)
