@@ -1,7 +1,8 @@
 """A timing-exact OpenAI-compatible reference server for client tests and benchmarks.
 
 Raw asyncio protocol (no framework between the timer and the socket). Per response id it
-logs the ``perf_counter()`` time the request was fully read (``read_at``), every write
+logs the SHA-256 of the request body (``body_sha256``), the ``perf_counter()`` time the
+request was fully read (``read_at``), every write
 (``writes``, stamped just before the bytes go to the kernel) and the write that
 completed each content chunk (``token_writes``).
 ``perf_counter`` is CLOCK_MONOTONIC on Linux, so times compare across processes.
@@ -13,6 +14,7 @@ object in the JSON body (pass it via the client's ``extra_body``); see ``DEFAULT
 Run as a separate process (what the benchmark does)::
 
     python tests/refserver.py --port 0 --ttft-ms 50 --itl-ms 10   # prints "READY <port>"
+    python tests/refserver.py --chunk-tokens 64   # long outputs in few chunks (a fast server)
 
 Control endpoints: ``GET /_log`` (the log as JSON), ``POST /_reset`` (clear it).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import sys
@@ -167,7 +170,8 @@ async def _route(
     opts = {**srv.defaults, **req.get("refserver", {})}
     chat = path.endswith("chat/completions")
     rid = srv.next_id(chat)
-    entry: dict[str, Any] = {"read_at": read_at, "writes": [], "token_writes": [], "auth": headers.get("authorization")}
+    entry: dict[str, Any] = {"read_at": read_at, "writes": [], "token_writes": [], "auth": headers.get("authorization"),
+                             "body_sha256": hashlib.sha256(body).hexdigest()}
     srv.log[rid] = entry
     if opts["status"] >= 400:
         msg = "reference server error" + (f" (auth: {headers.get('authorization')})" if opts["echo_auth"] else "")
@@ -324,6 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ttft-ms", type=float, default=DEFAULTS["ttft_ms"])
     ap.add_argument("--itl-ms", type=float, default=DEFAULTS["itl_ms"])
+    ap.add_argument("--chunk-tokens", type=int, default=DEFAULTS["chunk_tokens"], help="tokens per content chunk")
     ap.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long")
     args = ap.parse_args(argv)
     try:
@@ -332,7 +337,7 @@ def main(argv: list[str] | None = None) -> None:
         loop = uvloop.new_event_loop()
     except ImportError:
         loop = asyncio.new_event_loop()
-    srv = RefServer(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms)
+    srv = RefServer(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, chunk_tokens=args.chunk_tokens)
     port = loop.run_until_complete(srv.start(port=args.port))
     print(f"READY {port}", flush=True)
     loop.call_later(args.max_seconds, loop.stop)

@@ -205,3 +205,25 @@ def test_closed_loop_driver_chains_each_users_requests():
     tails = [ex for ex in out.exchanges if ex.end_at not in {e.plan.scheduled_at for e in out.exchanges}]
     assert len(heads) == len(tails) == 3
     assert out.check.health().requests == 15 and out.check.health().failed == 0
+
+
+def test_a_run_defers_full_collections_and_freezes_its_starting_heap_then_gives_both_back():
+    import gc
+
+    seen = []
+
+    class Watching(FakeClient):
+        async def send(self, plan):
+            seen.append((gc.get_freeze_count(), gc.get_threshold()))
+            return await super().send(plan)
+
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    for spec in (ScenarioSpec(scenario="server", rate=200, requests=5),
+                 ScenarioSpec(scenario="concurrency", concurrency=2, requests=6)):
+        fake_run(spec, Watching(0.001))
+        assert gc.get_freeze_count() == 0 and gc.get_threshold() == before  # as it was after the run
+    assert len(seen) == 11
+    # every request was sent with the starting heap frozen and no full collection due
+    assert all(frozen > 0 and threshold[:2] == before[:2] and threshold[2] >= 1 << 30
+               for frozen, threshold in seen)

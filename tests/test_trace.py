@@ -193,9 +193,11 @@ def test_items_carry_the_rows_lengths(trace_file):
     t = read_trace(str(trace_file))
     s = spec(trace_file, trace_start_s=1.0)
     sched, first = trace_schedule(s, t)
-    items = trace_items(s, t, sched, first, salt=1)
+    items, prompts = trace_items(s, t, sched, first, salt=1)
     assert [(i.prompt_tokens, i.max_tokens) for i in items] == [(12, 6), (3, 7), (9, 8), (8, 9)]
-    assert [len(i.prompt.split(" ")) for i in items] == [12, 3, 9, 8]
+    assert [i.prompt for i in items] == [""] * 4  # built just before each request is sent
+    assert [len(prompts.prompt(i).split(" ")) for i in range(4)] == [12, 3, 9, 8]
+    assert prompts.prompt(0) == trace_prompts(t, [first], s.trace_block_size, s.seed, 1)[0]
 
 
 def test_workers_get_the_replay_round_robin(trace_file):

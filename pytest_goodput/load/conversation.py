@@ -27,8 +27,9 @@ import asyncio
 import time
 from typing import Iterator, Optional
 
+from pytest_goodput.load.client.event_loop import sleep_until
 from pytest_goodput.load.health import SelfCheck
-from pytest_goodput.load.loops import ProgressTicker, Sender, sleep_until
+from pytest_goodput.load.loops import ProgressTicker, Sender
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.requests.schedule import think_times
 from pytest_goodput.measure.exchange import RawExchange

@@ -12,6 +12,8 @@ import itertools
 import time
 from typing import Callable, Iterable, Iterator, Optional, Protocol
 
+from pytest_goodput.load.bodies import BodyWindow
+from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
 from pytest_goodput.load.health import SelfCheck
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
@@ -20,26 +22,18 @@ from pytest_goodput.schema.spec import ScenarioSpec
 ProgressFn = Callable[[int, int], None]
 """``progress(done, total)``; ``total`` is 0 when not known in advance (duration-bounded closed loop)."""
 
-#: Busy-wait (yielding) at most this long before a deadline: loop timers wake up to ~1 ms late.
-SPIN_S = 0.001
-#: ...and at most this fraction of the mean gap, so spinning never costs over ~10 % of a core.
+#: Spin (``SPIN_S``) before a deadline at most this fraction of the mean gap, so spinning
+#: never costs over ~10 % of a core.
 SPIN_GAP_FRACTION = 0.1
 #: Seconds between progress callbacks.
 PROGRESS_EVERY_S = 0.25
+#: A client that writes no byte before a request's deadline (``writes_on_schedule``) is handed
+#: the request this long ahead, so its pooled connection and headers are ready at the deadline.
+ARM_LEAD_S = 0.005
 
 
 class Sender(Protocol):
     async def send(self, plan: RequestPlan) -> RawExchange: ...
-
-
-async def sleep_until(deadline: float, spin_s: float = SPIN_S) -> None:
-    """Sleep to the absolute ``perf_counter`` deadline: a loop timer, then a yielding spin."""
-    clock = time.perf_counter
-    delay = deadline - clock() - spin_s
-    if delay > 0:
-        await asyncio.sleep(delay)
-    while clock() < deadline:
-        await asyncio.sleep(0)
 
 
 class ProgressTicker:
@@ -64,15 +58,20 @@ class ProgressTicker:
 
 async def open_loop(
     client: Sender, plans: Iterable[RequestPlan], check: SelfCheck, prog: ProgressTicker,
-    ceiling: Optional[int],
+    ceiling: Optional[int], window: Optional[BodyWindow] = None,
 ) -> list[RawExchange]:
-    """Send each plan at its deadline; with a ceiling a request first waits for a slot (send lag)."""
+    """Send each plan at its deadline; with a ceiling a request first waits for a slot (send lag).
+
+    A client that ``writes_on_schedule`` gets each request ``ARM_LEAD_S`` ahead of its
+    deadline and writes it at the deadline; ``window`` has built the bodies ahead.
+    """
     loop = asyncio.get_running_loop()
     sem = asyncio.Semaphore(ceiling) if ceiling else None
     out: list[RawExchange] = []
     pending: set[asyncio.Task[None]] = set()
     spin = min(SPIN_S, SPIN_GAP_FRACTION * (check.mean_gap_s or SPIN_S / SPIN_GAP_FRACTION))
     check.pool_limit = getattr(client, "max_connections", None)
+    lead = ARM_LEAD_S if getattr(client, "writes_on_schedule", False) else 0.0
     in_flight = 0
 
     async def one(plan: RequestPlan) -> None:
@@ -86,7 +85,7 @@ async def open_loop(
         in_flight += 1
         check.peak_in_flight = max(check.peak_in_flight, in_flight)
         try:
-            ex = await client.send(plan)
+            ex = await (client.send(plan, spin) if lead else client.send(plan))  # type: ignore[call-arg]
         finally:
             in_flight -= 1
             if sem is not None:
@@ -96,7 +95,9 @@ async def open_loop(
         prog.tick()
 
     for plan in plans:
-        await sleep_until(plan.scheduled_at, spin)
+        await (sleep_until(plan.scheduled_at - lead, 0.0) if lead else sleep_until(plan.scheduled_at, spin))
+        if window is not None:
+            window.take(plan)
         task = loop.create_task(one(plan))
         pending.add(task)
         task.add_done_callback(pending.discard)

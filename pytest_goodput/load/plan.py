@@ -22,7 +22,7 @@ from pytest_goodput.load.requests.schedule import think_times
 from pytest_goodput.load.requests.prefix import with_shared_prefixes
 from pytest_goodput.load.requests.schedule import Schedule, arrival_offsets, open_loop_schedule
 from pytest_goodput.load.trace import Trace, load_trace
-from pytest_goodput.load.requests.trace_replay import mean_gap, trace_items, trace_load, trace_schedule
+from pytest_goodput.load.requests.trace_replay import TracePrompts, mean_gap, trace_items, trace_load, trace_schedule
 from pytest_goodput.load.requests.workload import Dataset, WorkItem, build_workload
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.schema.spec import ScenarioSpec
@@ -35,11 +35,17 @@ OPEN_LOOP = ("server", "interactive", "trace")
 
 
 class Supply:
-    """Request payloads by index, built in advance and extended (doubling) when a run outgrows them."""
+    """Request payloads by index, built in advance and extended (doubling) when a run outgrows them.
+
+    ``prompts``: where the prompts are built on demand instead (a trace replay); the items'
+    prompts are then empty and each request's is built just ahead of its send (``bodies.py``).
+    """
 
     def __init__(self, spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Optional[Dataset],
-                 salt: Optional[int], items: Optional[list[Any]] = None) -> None:
+                 salt: Optional[int], items: Optional[list[Any]] = None,
+                 prompts: Optional[TracePrompts] = None) -> None:
         self.spec, self.tokenizer, self.dataset, self.salt = spec, tokenizer, dataset, salt
+        self.prompts = prompts
         # ``items`` prebuilt by the plan (None where another worker owns the index)
         self.items: list[Any] = items if items is not None else self._build(n)
 
@@ -102,6 +108,7 @@ class Job:
     warmup: Optional[bool] = None
     budget: Optional[int] = None
     items: Optional[list[Any]] = None  # workload by global index, None where not owned
+    prompts: Optional[TracePrompts] = None  # open loop: the plans' prompts, built on demand
     conversations: bool = False
     arrivals: list[tuple[int, float]] = field(default_factory=list)
 
@@ -163,8 +170,8 @@ def open_loop_setup(spec: ScenarioSpec, tokenizer: Any, dataset: Any, salt: Opti
     if spec.scenario == "trace":
         trace = dataset if isinstance(dataset, Trace) else load_trace(spec)
         sched, first = trace_schedule(spec, trace)
-        items = trace_items(spec, trace, sched, first, tokenizer, salt)
-        supply = Supply(spec, 0, tokenizer, None, salt, items=list(items))
+        items, prompts = trace_items(spec, trace, sched, first, tokenizer, salt)
+        supply = Supply(spec, 0, tokenizer, None, salt, items=items, prompts=prompts)
         load, gap = trace_load(spec, trace, sched, first), mean_gap(sched)
     else:
         assert spec.rate is not None
@@ -238,7 +245,8 @@ def _open_plan(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Any, salt: O
         queued = 2 * math.ceil(convs / cap) if cap else 1
         return Plan([(jobs, last + each * queued)], pools, load, True, gap, len(sched), False)
     plans = list(scheduled_plans(sched, supply, 0.0))
-    jobs = [Job(True, plans=plans[k::n], ceiling=ceilings[k], mean_gap_s=gaps) for k in range(n)]
+    jobs = [Job(True, plans=plans[k::n], ceiling=ceilings[k], mean_gap_s=gaps, prompts=supply.prompts)
+            for k in range(n)]
     # with a ceiling, requests queue for slots: each slot may serve its share back to back
     queued = 2 * math.ceil(len(sched) / cap) if cap else 1
     bound = (float(sched.offsets[-1]) if len(sched) else 0.0) + spec.timeout_s * queued

@@ -10,13 +10,16 @@ a sketched run a part of the run and a sample (``sketch.py``).
 from __future__ import annotations
 
 import asyncio
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
+from pytest_goodput.load.bodies import BodyWindow
 from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.load.conversation import conversation_loop, open_conversations
 from pytest_goodput.load.health import SelfCheck
-from pytest_goodput.load.loops import ProgressTicker, Sender, closed_loop, open_loop
+from pytest_goodput.load.loops import ARM_LEAD_S, ProgressTicker, Sender, closed_loop, open_loop
 from pytest_goodput.load.plan import Job, Supply, owned
 from pytest_goodput.load.requests.reasoning_controls import reasoning_body
 from pytest_goodput.load.sketch import Sketcher, SketchPlan
@@ -68,6 +71,39 @@ def _deadlines(plans: list[RequestPlan], t0: float) -> Iterator[RequestPlan]:
         yield p
 
 
+#: The old generation's collection threshold during a phase: never reached, so the full pass
+#: waits for the phase's end (the young generations still collect every 700 allocations).
+DEFERRED_FULL_COLLECTION = 1 << 30
+
+
+@contextmanager
+def quiet_collector() -> Iterator[None]:
+    """No full garbage collection during the block, and the heap that exists now out of the
+    collector's passes.
+
+    A full collection walks the whole heap: 35-40 ms for the client's ~70,000 objects, one
+    loop stall with the thread running, which a 64-stream closed loop met mid-run (24-33 ms)
+    and a replay of 2,000 trace rows too (``docs/decisions.md``, 2026-12-02). Frozen
+    (``gc.freeze``), the heap is left out of every pass; the old generation's threshold
+    defers the full pass over what the run allocates (3.6 ms for a 640-request phase's
+    exchanges) to the phase's end. The young generations go on collecting: during such phases
+    they found no unreachable object at all, but a run whose failures leave cycles still has
+    them collected. Where something else froze objects already (``gc.get_freeze_count()``),
+    its choice is left alone (the threshold is still deferred).
+    """
+    thresholds = gc.get_threshold()
+    freeze = not gc.get_freeze_count()
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(thresholds[0], thresholds[1], DEFERRED_FULL_COLLECTION)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if freeze:
+            gc.unfreeze()
+
+
 async def _heartbeat(emit: Emit, prog: ProgressTicker) -> None:
     last, quiet = -1, 0.0
     while True:
@@ -84,11 +120,28 @@ class Worker:
     def __init__(self, init: Init, client: Sender, emit: Emit) -> None:
         self.init, self.client, self.emit = init, client, emit
         self.sketcher = None if init.sketch is None else Sketcher(init.sketch, init.spec, init.tokenizer)
+        self.window: Optional[BodyWindow] = None
+
+    def prepare(self, job: Job) -> None:
+        """Before the job's clock starts: an open loop's first request bodies (``bodies.py``)."""
+        self.window = None
+        if job.open_loop and not job.conversations:
+            lead = ARM_LEAD_S if getattr(self.client, "writes_on_schedule", False) else 0.0
+            self.window = BodyWindow(job.plans, self.client, job.prompts, lead)
+            self.window.prefill()
 
     async def _loop(self, job: Job, t0: float, check: SelfCheck, prog: ProgressTicker) -> list[Any]:
         spec, init = self.init.spec, self.init
         if job.open_loop and not job.conversations:
-            return await open_loop(self.client, _deadlines(job.plans, t0), check, prog, job.ceiling)
+            if self.window is None or self.window.plans is not job.plans:
+                self.prepare(job)  # a job run without its ``job`` message (no window prefilled)
+            window = self.window
+            assert window is not None
+            window.start(t0)
+            try:
+                return await open_loop(self.client, _deadlines(job.plans, t0), check, prog, job.ceiling, window)
+            finally:
+                await window.stop()
         supply = Supply(spec, 0, init.tokenizer, init.dataset, init.salt, items=job.items or [])
         if job.open_loop:
             return await open_conversations(spec, self.client, supply, check, prog, job.arrivals, t0,
@@ -105,12 +158,13 @@ class Worker:
         prog = ProgressTicker(None, 0)
         check = SelfCheck(open_loop=job.open_loop, mean_gap_s=job.mean_gap_s)
         beat = asyncio.get_running_loop().create_task(_heartbeat(self.emit, prog))
-        check.start()
-        try:
-            out = await self._loop(job, t0, check, prog)
-        finally:
-            await check.stop()
-            beat.cancel()
+        with quiet_collector():  # a full collection due at the end runs after the monitor stopped
+            check.start()
+            try:
+                out = await self._loop(job, t0, check, prog)
+            finally:
+                await check.stop()
+                beat.cancel()
         stats = check.stats(out)
         if self.sketcher is not None:
             return ("done", self.sketcher.share(out, lambda n: self.emit(("tick", n))), stats)
@@ -119,6 +173,7 @@ class Worker:
     async def serve(self, receive: Receive) -> None:
         """Run jobs until ``stop``. Between phases nothing is in flight."""
         while (msg := await receive())[0] == "job":
+            self.prepare(msg[1])
             self.emit(("armed",))
             go = await receive()
             self.emit(await self.run_job(msg[1], go[1]))

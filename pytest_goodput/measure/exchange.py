@@ -27,6 +27,9 @@ class RequestPlan:
     turn: int | None = None
     # chat: image_url parts sent after the text (docs/workloads.md, "Images")
     images: tuple[ImagePart, ...] = ()
+    # the JSON request body when built ahead of the send (load/bodies.py); the client drops
+    # it from the plan as it sends, so no body outlives its request
+    body: bytes | None = None
 
 
 @dataclass(slots=True)

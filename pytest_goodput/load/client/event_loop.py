@@ -1,4 +1,5 @@
-"""The event loop a run measures on: uvloop when available, and Ctrl-C that unwinds a run.
+"""The event loop a run measures on: uvloop when available, Ctrl-C that unwinds a run, and
+the precise sleep to an absolute deadline every timed send uses.
 
 Kept apart from the client so that the loop's lifetime (signal handling, cancelling what a
 run left pending) is one concept.
@@ -9,9 +10,23 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+import time
 from typing import Any, Coroutine, TypeVar
 
 _T = TypeVar("_T")
+
+#: Busy-wait (yielding) at most this long before a deadline: loop timers wake up to ~1 ms late.
+SPIN_S = 0.001
+
+
+async def sleep_until(deadline: float, spin_s: float = SPIN_S) -> None:
+    """Sleep to the absolute ``perf_counter`` deadline: a loop timer, then a yielding spin."""
+    clock = time.perf_counter
+    delay = deadline - clock() - spin_s
+    if delay > 0:
+        await asyncio.sleep(delay)
+    while clock() < deadline:
+        await asyncio.sleep(0)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -39,9 +39,17 @@ import aiohttp
 import httpx
 
 
+from pytest_goodput.load.client.body import (
+    HEADERS_WAIT_FOR_BODY,
+    PROMPT_SLOT,
+    ScheduledBody,
+    encode_body,
+    json_chars,
+    split_frame,
+)
 from pytest_goodput.load.client.connection import install_protocol, stamp_sent
+from pytest_goodput.load.client.event_loop import SPIN_S
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.images import image_parts_json
 from pytest_goodput.schema.endpoint import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register
 
@@ -64,13 +72,6 @@ CLOSE_WATCH_S = 0.05
 #: aiohttp's words for a write that failed (3.9-3.14): the request never fully left the client.
 _WRITE_FAILED = ("Can not write request body", "Cannot write to closing transport",
                  "Failed to send bytes into the underlying connection")
-
-
-#: Stands for a request's image parts while its body is encoded: ``json.dumps`` of a
-#: ~300 KB body of base64 took 2.5 ms, at the send deadline; splicing the parts in as
-#: bytes takes a copy (data URLs hold no character JSON must escape: measure/images.py).
-_IMAGES = "__goodput_images__"
-_IMAGES_JSON = b'"__goodput_images__"'
 
 
 def response_byte_limit(max_tokens: int) -> int:
@@ -202,44 +203,44 @@ class OpenAIClient:
                 await session.close()
         self._session = self._fresh = None
 
+    #: ``send`` writes no byte before ``plan.scheduled_at``, so a loop may start a request
+    #: early (``loops.open_loop``); only where aiohttp holds the headers until the body.
+    writes_on_schedule = HEADERS_WAIT_FOR_BODY
+
+    def _body(self, plan: RequestPlan, prompt: str) -> bytes:
+        return encode_body(plan, prompt, model=self.model, chat=self.api == "chat", stream=self.stream,
+                           ignore_eos=self.ignore_eos, extra=self.extra_body)
+
     def build_body(self, plan: RequestPlan) -> bytes:
         """The JSON request body for ``plan`` (serialized before ``sent_at`` is stamped)."""
-        body: dict[str, Any] = {"model": self.model}
-        if self.api == "completions":
-            body["prompt"] = plan.prompt
-            body["max_tokens"] = plan.max_tokens
-        else:
-            content: Any = plan.prompt
-            if plan.images:  # a vision-language request: the text, then the images' parts
-                content = [{"type": "text", "text": plan.prompt}, _IMAGES]
-            body["messages"] = plan.messages or [{"role": "user", "content": content}]
-            body["max_tokens"] = plan.max_tokens
-            body["max_completion_tokens"] = plan.max_tokens
-        body["stream"] = self.stream
-        if self.stream:
-            body["stream_options"] = {"include_usage": True}
-        if self.ignore_eos:
-            body["ignore_eos"] = True
-            body["min_tokens"] = plan.max_tokens
-        body.update(self.extra_body)
-        data = json.dumps(body, separators=(",", ":")).encode()
-        if plan.images:
-            data = data.replace(_IMAGES_JSON, image_parts_json(plan.images), 1)
-        return data
+        frame = self.body_frame(plan)
+        if frame is None:
+            return self._body(plan, plan.prompt)
+        return b"".join((frame[0], *json_chars((plan.prompt,)), frame[1]))
 
-    async def send(self, plan: RequestPlan) -> RawExchange:
+    def body_frame(self, plan: RequestPlan) -> tuple[bytes, bytes] | None:
+        """``plan``'s body before and after its prompt's JSON string contents (``body.py``);
+        None when the prompt is not one string of it (a conversation's history)."""
+        return None if plan.messages else split_frame(self._body(plan, PROMPT_SLOT))
+
+    async def send(self, plan: RequestPlan, spin_s: float = SPIN_S) -> RawExchange:
         """Send one request and return its raw exchange. Never raises for a failed request.
 
+        The body is ``plan.body`` when built ahead (``load/bodies.py``; dropped from the plan
+        here), else built now. No byte is written before ``plan.scheduled_at`` (where
+        ``writes_on_schedule``), the last ``spin_s`` of the wait spent spinning.
         Cancellation by the caller is not a failed request: ``CancelledError`` propagates.
         """
         if self._session is None:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         session = self._session if self.reuses_connections else self._fresh
-        data = self.build_body(plan)
+        data = plan.body if plan.body is not None else self.build_body(plan)
+        plan.body = None
         ex = RawExchange(plan, None, None, None, [], None, None, request_bytes=len(data))
         while True:
+            payload = ScheduledBody(data, plan.scheduled_at, spin_s) if self.writes_on_schedule else data
             try:
-                await self._exchange(session, data, ex)
+                await self._exchange(session, payload, ex)
             except asyncio.CancelledError:
                 raise
             except self._connect_timeout_error as exc:
@@ -260,7 +261,7 @@ class OpenAIClient:
                 self._fail(ex, "transport", f"{self._url}: {_describe(exc)}")
             return ex
 
-    async def _exchange(self, session: Any, data: bytes, ex: RawExchange) -> None:
+    async def _exchange(self, session: Any, data: Any, ex: RawExchange) -> None:
         append = ex.reads.append
         clock = perf_counter
         limit = budget = response_byte_limit(ex.plan.max_tokens)

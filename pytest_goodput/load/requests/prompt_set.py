@@ -15,11 +15,11 @@ send a varying number of requests: their fingerprint covers the first
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.trace import Trace
-from pytest_goodput.load.requests.trace_replay import trace_prompts, trace_schedule
+from pytest_goodput.load.requests.trace_replay import TracePrompts, trace_schedule
 from pytest_goodput.measure.exchange import RequestPlan
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.schema.workload_check import PromptSet
@@ -27,22 +27,22 @@ from pytest_goodput.schema.workload_check import PromptSet
 #: Measured requests a duration-bounded run's fingerprint covers (fewer if it sent fewer).
 DURATION_COVERED = 64
 
-#: Nonce-free prompts of the given request indices.
-PromptsOf = Callable[[Sequence[int]], list[str]]
+#: Nonce-free prompts of the given request indices, in order (a trace's built one at a time).
+PromptsOf = Callable[[Sequence[int]], Iterable[str]]
 
 
 def unsalted_prompts(spec: ScenarioSpec, tokenizer: Any = None, dataset: Any = None) -> PromptsOf:
     """The prompts of requests by index, built as the run builds them but without its nonce
     (``dataset``: a loaded dataset, or for a trace replay its :class:`Trace`)."""
-    def prompts_of(indices: Sequence[int]) -> list[str]:
+    def prompts_of(indices: Sequence[int]) -> Iterator[str]:
         if not indices:
-            return []
+            return iter(())
         if isinstance(dataset, Trace):
             _, first = trace_schedule(spec, dataset)
-            return trace_prompts(dataset, [first + i for i in indices], spec.trace_block_size,
-                                 spec.seed, None)
+            source = TracePrompts(dataset, first, spec.trace_block_size, spec.seed, None)
+            return (source.prompt(i) for i in indices)
         supply = Supply(spec, max(indices) + 1, tokenizer, dataset, None)
-        return [supply[i].prompt for i in indices]
+        return (supply[i].prompt for i in indices)
     return prompts_of
 
 

@@ -10,6 +10,8 @@ words (the last one cut to length). Block ``j`` of a row is the text of ``hash_i
 the same words wherever that id appears (seeded by the spec's seed, the run's salt and the
 id); blocks past the row's ids are the row's own. So rows with equal leading ids share that
 prefix exactly, and an engine's prefix cache sees what it saw when the trace was recorded.
+Prompts are built when their request is about to be sent (:class:`TracePrompts`), never
+the whole trace's at once.
 One word is one token for the embedded simulator and about one for real tokenizers (the
 vocabulary is of single-token words), so block boundaries are approximate there.
 """
@@ -17,8 +19,8 @@ vocabulary is of single-token words), so block boundaries are approximate there.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from typing import Any, Hashable, Optional
+from collections import OrderedDict
+from typing import Any, Hashable, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -30,6 +32,8 @@ from pytest_goodput.schema.spec import ScenarioSpec
 #: ``SeedSequence`` stream key of trace block text (workload streams are 11-14).
 TRACE_TEXT_STREAM = 15
 _VOCAB = np.asarray(WORDS, dtype=object)
+#: Shared blocks whose text a replay keeps (about 2.5 kB each at 512 words).
+CACHED_BLOCKS = 2048
 
 
 def trace_schedule(spec: ScenarioSpec, trace: Trace) -> tuple[Schedule, int]:
@@ -62,41 +66,68 @@ def _block(key: Hashable, size: int, seed: int, salt: Optional[int]) -> list[str
     return _VOCAB[picks].tolist()
 
 
-def trace_prompts(trace: Trace, rows: range, block_size: int, seed: int,
-                  salt: Optional[int] = None) -> list[str]:
-    """The prompt of each row in ``rows``: its blocks' words, exactly ``input_length`` of them.
+class TracePrompts:
+    """The prompts of a replay's requests, built on demand: request ``i`` is row ``first + i``.
 
-    A shared id's block is built once and kept only while later rows still use it, so memory
-    follows the blocks in use, not the trace's size.
+    Nothing is built up front, so a replay holds only the prompts it is about to send
+    (``load/bodies.py``), not the trace's. The text of a shared id's block is kept in a
+    bounded cache (``CACHED_BLOCKS``, least recently used out): the ids a conversation trace
+    shares are its recent turns' prefixes. Picklable: workers build their own requests' prompts.
     """
-    keys = [_block_keys(trace, r, math.ceil(int(trace.input_lengths[r]) / block_size)) for r in rows]
-    uses = Counter(k for ks in keys for k in ks if k[0] == "id")  # type: ignore[index]
-    live: dict[Hashable, list[str]] = {}
-    out = []
-    for r, ks in zip(rows, keys):
-        left = int(trace.input_lengths[r])
-        words: list[str] = []
-        for key in ks:
-            block = live.get(key) or _block(key, block_size, seed, salt)
-            if uses.get(key, 0) > 1:
-                live[key] = block
-            if key in uses:
-                uses[key] -= 1
-                if uses[key] == 0:
-                    live.pop(key, None)
-            words += block[:left]
-            left -= block_size
-        out.append(" ".join(words))
-    return out
+
+    def __init__(self, trace: Trace, first: int, block_size: int, seed: int, salt: Optional[int]) -> None:
+        self.trace, self.first, self.block_size, self.seed, self.salt = trace, first, block_size, seed, salt
+        self._cache: OrderedDict[Hashable, str] = OrderedDict()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": OrderedDict()}
+
+    def _text(self, key: Hashable) -> str:
+        text = self._cache.get(key)
+        if text is None:
+            text = " ".join(_block(key, self.block_size, self.seed, self.salt))
+            if key[0] == "id":  # type: ignore[index]
+                self._cache[key] = text
+                if len(self._cache) > CACHED_BLOCKS:
+                    self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return text
+
+    def pieces(self, index: int) -> Iterator[str]:
+        """Request ``index``'s prompt in pieces (one per block, the separating space in front):
+        concatenated, exactly ``input_length`` words."""
+        row = self.first + index
+        left = int(self.trace.input_lengths[row])
+        size = self.block_size
+        for j, key in enumerate(_block_keys(self.trace, row, math.ceil(left / size))):
+            text = self._text(key) if left >= size else " ".join(_block(key, size, self.seed, self.salt)[:left])
+            yield text if j == 0 else " " + text
+            left -= size
+
+    def prompt(self, index: int) -> str:
+        return "".join(self.pieces(index))
+
+
+def trace_prompts(trace: Trace, rows: Iterable[int], block_size: int, seed: int,
+                  salt: Optional[int] = None) -> list[str]:
+    """The prompt of each row in ``rows``: its blocks' words, exactly ``input_length`` of them."""
+    source = TracePrompts(trace, 0, block_size, seed, salt)
+    return [source.prompt(r) for r in rows]
 
 
 def trace_items(spec: ScenarioSpec, trace: Trace, sched: Schedule, first: int, tokenizer: Any = None,
-                salt: Optional[int] = None) -> list[WorkItem]:
-    """One payload per scheduled request: the row's prompt, its length and ``output_length``."""
-    rows = range(first, first + len(sched))
-    prompts = trace_prompts(trace, rows, spec.trace_block_size, spec.seed, salt)
-    return [WorkItem(p, count_tokens(tokenizer, p) if tokenizer is not None else int(trace.input_lengths[r]),
-                     int(trace.output_lengths[r])) for p, r in zip(prompts, rows)]
+                salt: Optional[int] = None) -> tuple[list[WorkItem], TracePrompts]:
+    """One payload per scheduled request, its prompt left to the returned source (built when
+    the request is about to be sent): the row's length (a tokenizer's count of the prompt,
+    built and dropped one at a time) and ``output_length``."""
+    source = TracePrompts(trace, first, spec.trace_block_size, spec.seed, salt)
+    items = []
+    for i in range(len(sched)):
+        row = first + i
+        tokens = count_tokens(tokenizer, source.prompt(i)) if tokenizer is not None else int(trace.input_lengths[row])
+        items.append(WorkItem("", tokens, int(trace.output_lengths[row])))
+    return items, source
 
 
 def trace_load(spec: ScenarioSpec, trace: Trace, sched: Schedule, first: int) -> dict[str, float]:
