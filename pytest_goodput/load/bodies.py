@@ -27,6 +27,7 @@ import math
 import time
 from typing import Any, Iterator, Optional, Sequence
 
+from pytest_goodput.load.client.event_loop import cancel
 from pytest_goodput.load.client.body import json_chars
 from pytest_goodput.load.requests.trace_replay import TracePrompts
 from pytest_goodput.measure.exchange import RequestPlan
@@ -139,13 +140,8 @@ class BodyWindow:
             self._task = asyncio.get_running_loop().create_task(self._fill())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel(self._task)
+        self._task = None
 
     async def _fill(self) -> None:
         clock, offsets, t0 = time.perf_counter, self.offsets, self._t0

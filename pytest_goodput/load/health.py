@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from pytest_goodput.load.client.event_loop import cancel
 from pytest_goodput.load.stalls import request_delays
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.metrics import (
@@ -98,13 +99,8 @@ class LoopLagMonitor:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel(self._task)
+        self._task = None
 
 
 @dataclass

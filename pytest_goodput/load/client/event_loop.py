@@ -29,6 +29,17 @@ async def sleep_until(deadline: float, spin_s: float = SPIN_S) -> None:
         await asyncio.sleep(0)
 
 
+async def cancel(task: "asyncio.Task[Any] | None") -> None:
+    """Cancel a background task of the run's loop and wait until it has ended."""
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """A uvloop loop when uvloop is importable (3-4x less receive lag), else asyncio's."""
     try:
