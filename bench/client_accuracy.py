@@ -106,9 +106,11 @@ class HttpxClient:
         return ex
 
 
-def start_server(cpus: str | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(cpus: str | None = None, *extra: str, max_seconds: int = 300) -> tuple[subprocess.Popen, str]:
+    """The exact reference server (first token after TTFT_MS, one per ITL_MS) on 127.0.0.1;
+    ``extra``: more of its flags (e.g. ``--chunk-tokens 64``)."""
     cmd = [sys.executable, str(ROOT / "tests" / "refserver.py"), "--port", "0",
-           "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-seconds", "300"]
+           "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-seconds", str(max_seconds), *extra]
     if cpus:
         cmd = [sys.executable, "-m", "pytest_goodput.engines.pinned", format_cpus(parse_cpus(cpus)), "--", *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)

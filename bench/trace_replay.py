@@ -25,7 +25,8 @@ Targets (issue "Exact on real traffic"): arrival error P99 <= 2 ms, loop-lag max
 the run valid. Compare trees within one invocation, never figures across invocations.
 
     python bench/trace_replay.py --before 452a57d            # that commit's code, then this tree
-    python bench/trace_replay.py --code /tmp/before --runs 3 # a tree already extracted
+    mkdir -p before && git archive 452a57d pytest_goodput | tar -x -C before
+    python bench/trace_replay.py --code before --runs 3      # a tree already extracted
     python bench/trace_replay.py --trace FULL.jsonl --requests 1000
     python bench/trace_replay.py --before 452a57d --client-cpus 1   # the client placed, priority raised
 """
@@ -46,20 +47,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "tests" / "data" / "mooncake_conversation_300.jsonl"
-TTFT_MS, ITL_MS, CHUNK_TOKENS = 50.0, 10.0, 64
+sys.path.insert(0, str(ROOT / "bench"))
+from client_accuracy import start_server  # noqa: E402  (the same exact server: TTFT 50 ms, ITL 10 ms)
+CHUNK_TOKENS = 64
 ARRIVAL_P99_MS, LOOP_MAX_MS = 2.0, 5.0
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, str(ROOT / "tests" / "refserver.py"), "--port", "0", "--ttft-ms", str(TTFT_MS),
-           "--itl-ms", str(ITL_MS), "--chunk-tokens", str(CHUNK_TOKENS), "--max-seconds", "1200"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().split()
-    if not line or line[0] != "READY":
-        proc.kill()
-        raise RuntimeError("reference server did not start")
-    return proc, f"http://127.0.0.1:{line[1]}"
 
 
 def extract(commit: str, into: Path) -> Path:
@@ -131,7 +122,7 @@ def main() -> int:
                                    env={**os.environ, "PYTHONPATH": str(code)}, cwd=runs, capture_output=True,
                                    text=True)
             print(f"{label}: {where.stdout.strip()}")
-        proc, url = start_server()
+        proc, url = start_server(None, "--chunk-tokens", str(CHUNK_TOKENS), max_seconds=1200)
         rows: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in trees}
         try:
             for k in range(args.runs):

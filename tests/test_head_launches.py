@@ -175,6 +175,7 @@ def test_the_harness_relaunches_until_decided_or_the_budget_is_spent(monkeypatch
     monkeypatch.setattr(h, "_valid_measurement", lambda eng: object())
     measured = h._head_launches(None, 3)
     assert len(measured) == launches and engine.relaunches == launches - 1
+    assert h.head_planned == 3  # judged as looks of a budget of 3
     assert session.looks == list(range(1, min(decide_at, 2) + 1))  # no look after the last launch
 
 
@@ -186,4 +187,5 @@ def test_an_engine_not_started_here_is_measured_once_and_says_why(monkeypatch) -
     h.spec = object()  # type: ignore[assignment]
     monkeypatch.setattr(h, "_valid_measurement", lambda eng: object())
     assert len(h._head_launches(None, 3)) == 1 and engine.relaunches == 0
+    assert h.head_planned == 1  # judged as the gate's single look
     assert "measured over one launch, not up to 3" in h.notes[-1]

@@ -52,13 +52,28 @@ def sittings(recorded_at: Sequence[Optional[str]], client_cpus: Sequence[Optiona
     run file read by ``compare`` carries none, so the CLI judges it as the gate judges a run
     in its baseline's sitting.
     """
-    cpus = list(client_cpus) + [None] * (len(recorded_at) - len(client_cpus))
-    keys = [(_time(t), c) for t, c in zip(recorded_at, cpus)]
-    if _time(current_at) is None or not any(k[0] is not None for k in keys):
+    keys = _keys(recorded_at, client_cpus)
+    count = _count(keys)
+    if _time(current_at) is None or count is None:
         return None
-    count = 0
-    for i, key in enumerate(keys):
-        if i == 0 or not _same(keys[i - 1], key):
-            count += 1
     cur = (_time(current_at), current_cpu)
-    return Sittings(count=max(count, 1), current_new=not any(_same(k, cur) for k in keys))
+    return Sittings(count=count, current_new=not any(_same(k, cur) for k in keys))
+
+
+def sitting_count(recorded_at: Sequence[Optional[str]], client_cpus: Sequence[Optional[str]]) -> Optional[int]:
+    """How many sittings a baseline's sessions (oldest first) fall into; None when no
+    session's time is known."""
+    return _count(_keys(recorded_at, client_cpus))
+
+
+def _keys(recorded_at: Sequence[Optional[str]], client_cpus: Sequence[Optional[str]]
+          ) -> list[tuple[Optional[float], Optional[str]]]:
+    cpus = list(client_cpus) + [None] * (len(recorded_at) - len(client_cpus))
+    return [(_time(t), c) for t, c in zip(recorded_at, cpus)]
+
+
+def _count(keys: list[tuple[Optional[float], Optional[str]]]) -> Optional[int]:
+    """Sessions join the sitting of the session before them when close in time on one CPU."""
+    if not any(k[0] is not None for k in keys):
+        return None
+    return max(1, sum(1 for i, key in enumerate(keys) if i == 0 or not _same(keys[i - 1], key)))

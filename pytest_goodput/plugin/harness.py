@@ -114,7 +114,6 @@ class GoodputHarness:
         planned = self._session.head_launches(self.spec)
         if planned > 1:
             measured = self._head_launches(engine, planned)
-            self.head_planned = planned if len(measured) > 1 or self._relaunchable(engine) else 1
         else:
             sessions = self._session.sessions_to_record()
             measured = []
@@ -128,14 +127,16 @@ class GoodputHarness:
     def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
         """The PR measured launch by launch, judged after each, until the test is decided or
         ``planned`` launches are spent (``judge/head_launches.py``). An engine this process did
-        not start cannot be relaunched: its sessions would share one launch, so it gets one."""
+        not start cannot be relaunched: its sessions would share one launch, so it gets one
+        (and is judged as the gate's single look)."""
         assert self.spec is not None
         eng = engine or self._engine_getter()
         measured = [self._valid_measurement(engine)]
-        if not self._relaunchable(engine):
+        if not eng.can_relaunch:
             self.notes.append(f"measured over one launch, not up to {planned}: the engine "
                               f"({eng.kind}) was not started here, so it cannot be relaunched")
             return measured
+        self.head_planned = planned
         while len(measured) < planned and not self._session.head_decided(
                 self._nodeid, self.spec, measured, self.engine or eng):
             eng.relaunch()
@@ -191,9 +192,6 @@ class GoodputHarness:
         if note and note not in self.notes:  # once per test, not per recorded session
             self.notes.append(note)
         return m
-
-    def _relaunchable(self, engine: Optional[Engine]) -> bool:
-        return bool((engine or self._engine_getter()).can_relaunch)
 
     def _relaunch(self, engine: Optional[Engine], i: int, sessions: int) -> None:
         eng = engine or self._engine_getter()

@@ -14,7 +14,7 @@ from tabulate import tabulate
 from pytest_goodput.judge.evidence import from_baseline
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.power_plan import PlanRow, plan_metric, seconds_per_launch
-from pytest_goodput.judge.sittings import Sittings, sittings
+from pytest_goodput.judge.sittings import Sittings, sitting_count
 from pytest_goodput.judge.spread import fmt_on_scale
 from pytest_goodput.report.vocabulary import metric_label
 from pytest_goodput.schema.baseline import BaselineFile
@@ -62,10 +62,8 @@ def plan_lines(doc: BaselineFile, *, same_sitting: bool = False,
         return []
     ev = from_baseline(doc)
     sessions = ev.history
-    grouped = sittings(ev.recorded_at, ev.client_cpus, "9999-12-31T00:00:00+00:00", None)
-    sit: Optional[Sittings] = None
-    if grouped is not None and not same_sitting:
-        sit = Sittings(count=grouped.count, current_new=True)
+    count = sitting_count(ev.recorded_at, ev.client_cpus)
+    sit = Sittings(count=count, current_new=True) if count is not None and not same_sitting else None
     rows = [r for r in (plan_metric(sessions, d, sittings=sit) for d in metric_defs(ev.spec, tolerance))
             if r is not None]
     if not rows:
