@@ -26,7 +26,7 @@ from pytest_goodput.schema.registry import metric
 
 #: One session's degradation: metric path → (value, within-run SD or None).
 SessionDegradation = dict[str, tuple[float, Optional[float]]]
-METHOD = "last vs first steady time slice; slice-to-slice and session spread, normal"
+METHOD = "last time slice vs the first steady ones; slice-to-slice and session spread, normal"
 
 
 def _side(values: Sequence[tuple[float, Optional[float]]]) -> tuple[float, Optional[float]]:

@@ -1,7 +1,9 @@
-"""Degradation within a run: the last usable time slice against the first steady one (pure).
+"""Degradation within a run: the last usable time slice against the first steady ones (pure).
 
 ``docs/metrics.md`` ("Degradation within the run") is the contract. For each metric, with
-x the slices' values: ``value = x[last] / x[first steady] − 1``. Its within-run noise is the
+x the usable slices' values from the first steady one on: ``value = x[last] / ref − 1``,
+where ``ref`` is the median of the first :data:`REFERENCE` of them (fewer when the run has
+fewer before its last), so a first steady slice still a little warm does not move it. Its within-run noise is the
 slice-to-slice SD σ of the steady slices' values relative to their median, from the median
 absolute successive difference (``σ = 1.4826 · median|r[i+1] − r[i]| / √2``): successive
 differences cancel a slow trend, and their median ignores the one large step a degradation
@@ -28,6 +30,8 @@ METRICS: dict[str, str] = {
 MAD_NORMAL = 1.4826
 #: Successive differences the noise needs (four slices).
 MIN_DIFFERENCES = 3
+#: Steady slices the reference is the median of.
+REFERENCE = 3
 
 
 def values(slices: Sequence[Slice], field: str) -> list[tuple[int, float]]:
@@ -52,7 +56,7 @@ def slice_noise(xs: Sequence[float]) -> Optional[float]:
 
 
 def degradation(slices: Sequence[Slice], steady_from: Optional[int]) -> dict[str, Degradation]:
-    """Each metric's change from the first steady slice to the last usable one, with its SD."""
+    """Each metric's change from the first steady slices to the last usable one, with its SD."""
     if steady_from is None:
         return {}
     out: dict[str, Degradation] = {}
@@ -62,7 +66,8 @@ def degradation(slices: Sequence[Slice], steady_from: Optional[int]) -> dict[str
             continue
         xs = [v for _, v in steady]
         sigma = slice_noise(xs)
-        out[path] = Degradation(value=xs[-1] / xs[0] - 1.0,
+        ref = median(xs[:min(REFERENCE, len(xs) - 1)])
+        out[path] = Degradation(value=xs[-1] / ref - 1.0, reference=ref, last=xs[-1],
                                 sd=None if sigma is None else math.sqrt(2.0) * sigma)
     return out
 

@@ -3,13 +3,15 @@
 ``docs/metrics.md`` ("Time slices") is the contract. The slices tile the run's measurement
 window (the same one its rates divide by: arrivals, steady state or sends) from its start;
 the last slice takes the remainder when it is at least half a slice and is folded into the
-one before otherwise, so no rate divides by a sliver. A measured request belongs to the
-slice its *completion* falls in (``end_at``; a failure that never ended: its send), so a
-slice's throughput is what the engine delivered in that window and every request with all
-its latencies known counts once. Requests completing outside the window (the open loop's
-drain, the closed loop's ramp) are in no slice. A slice with fewer than
-:data:`MIN_REQUESTS` completed requests shows its counts and rates but no medians, and the
-steady-state detector and the degradation gate skip it.
+one before otherwise, so no rate divides by a sliver. A measured request's *latencies*
+belong to the slice its completion falls in (``end_at``; a failure that never ended: its
+send): they are known then, and each request counts once. A slice's *throughput* is the work
+done inside it: each ok request counts the fraction of its send-to-end time that lies in the
+slice (its output tokens too), as the closed loop's steady window counts requests. Counting
+whole requests at their completion would leave the first slice short by the requests still
+in flight when the window opened (one E2E of completions), a warm-up that is only the
+windowing's. A slice with fewer than :data:`MIN_REQUESTS` completed requests shows its counts
+and rates but no medians, and the steady-state detector and the degradation gate skip it.
 """
 
 from __future__ import annotations
@@ -59,14 +61,44 @@ def _median(values: Sequence[Optional[float]]) -> Optional[float]:
     return percentile(xs, 50) if len(xs) >= MIN_REQUESTS else None
 
 
-def slice_of(records: Sequence[RequestRecord], start_s: float, seconds: float) -> Slice:
-    """One slice's numbers from the measured requests that completed inside it."""
+def _start(r: RequestRecord) -> float:
+    return r.sent_at if r.sent_at is not None else r.scheduled_at
+
+
+def work(records: Sequence[RequestRecord], bounds: Sequence[float]) -> list[tuple[float, float]]:
+    """(requests, output tokens) of the ok requests done inside each slice of ``bounds``: each
+    counts the fraction of its send-to-end time inside (a request of no duration: whole, in
+    the slice it ended in; the last slice's end is inclusive)."""
+    n = len(bounds) - 1
+    out = [[0.0, 0.0] for _ in range(n)]
+    for r in records:
+        if not r.ok or r.end_at is None:
+            continue
+        t0, t1 = _start(r), r.end_at
+        if t1 <= t0:
+            if bounds[0] <= t1 <= bounds[-1]:
+                k = min(bisect_right(bounds, t1) - 1, n - 1)
+                out[k][0] += 1.0
+                out[k][1] += r.output_tokens
+            continue
+        first = max(0, bisect_right(bounds, t0) - 1)
+        for k in range(first, min(n, bisect_right(bounds, t1))):
+            share = max(0.0, min(bounds[k + 1], t1) - max(bounds[k], t0)) / (t1 - t0)
+            out[k][0] += share
+            out[k][1] += share * r.output_tokens
+    return [(a, b) for a, b in out]
+
+
+def slice_of(records: Sequence[RequestRecord], start_s: float, seconds: float,
+             done: tuple[float, float]) -> Slice:
+    """One slice's numbers: latencies of the measured requests that completed inside it,
+    throughput from ``done`` (:func:`work`)."""
     ok = [r for r in records if r.ok]
     few = len(ok) < MIN_REQUESTS
     return Slice(
         start_s=start_s, seconds=seconds, completed=len(ok), failed=len(records) - len(ok),
-        requests_per_s=len(ok) / seconds,
-        output_tokens_per_s=sum(r.output_tokens for r in ok) / seconds,
+        requests_per_s=done[0] / seconds,
+        output_tokens_per_s=done[1] / seconds,
         ttft_ms_p50=None if few else _median([r.ttft_ms for r in ok]),
         tpot_ms_p50=None if few else _median([r.tpot_ms for r in ok]),
         too_few=few,
@@ -85,8 +117,9 @@ def time_slices(records: Sequence[RequestRecord], window: Window, slice_s: float
         if not bounds or not bounds[0] <= t <= bounds[-1]:
             continue
         buckets[min(bisect_right(bounds, t) - 1, len(buckets) - 1)].append(r)
-    slices = [slice_of(b, bounds[i] - window.start, bounds[i + 1] - bounds[i])
-              for i, b in enumerate(buckets)]
+    done = work([r for r in records if not r.warmup], bounds) if buckets else []
+    slices = [slice_of(bucket, bounds[i] - window.start, bounds[i + 1] - bounds[i], done[i])
+              for i, bucket in enumerate(buckets)]
     steady, note = steady_start(slices)
     return Slices(
         slice_s=slice_s, slices=slices, steady_from=steady,

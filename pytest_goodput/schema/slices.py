@@ -1,8 +1,8 @@
 """A run's time slices: its metrics per window of ``slice_s`` seconds (the JSON contract).
 
 Pure pydantic models; ``measure/slices.py`` fills them and ``docs/metrics.md`` ("Time
-slices") defines every field. A slice holds the measured requests that *completed* inside
-it, so its throughput is what the engine delivered in that window.
+slices") defines every field. A slice's latencies are those of the measured requests that
+completed inside it; its throughput is the work done inside it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ class Slice(_Model):
     seconds: float = Field(description="length: slice_s, or the last slice's own length")
     completed: int = Field(0, description="ok requests that completed inside the slice")
     failed: int = Field(0, description="failed requests that ended inside the slice")
-    requests_per_s: float = Field(0.0, description="completed / seconds")
-    output_tokens_per_s: float = Field(0.0, description="output tokens of completed requests / seconds")
+    requests_per_s: float = Field(0.0, description="ok requests done inside the slice / seconds: each "
+                                  "counts the fraction of its send-to-end time inside")
+    output_tokens_per_s: float = Field(0.0, description="their output tokens, by the same fractions, "
+                                       "/ seconds")
     ttft_ms_p50: Optional[float] = Field(None, description="nearest-rank P50 TTFT of the completed "
                                          "requests; None when the slice has too few")
     tpot_ms_p50: Optional[float] = Field(None, description="nearest-rank P50 TPOT of the completed "
@@ -34,9 +36,12 @@ class Slice(_Model):
 
 
 class Degradation(_Model):
-    """One metric's change within the run: the last usable slice against the first steady one."""
+    """One metric's change within the run: the last usable slice against the first steady ones."""
 
-    value: float = Field(description="last / first steady - 1 (relative change)")
+    value: float = Field(description="last / reference - 1 (relative change)")
+    reference: float = Field(description="median of the first three usable slices from the steady "
+                             "one (fewer when the run has fewer before its last)")
+    last: float = Field(description="the last usable slice's value")
     sd: Optional[float] = Field(None, description="its within-run noise: sqrt(2) x the slice-to-slice "
                                 "SD from the median absolute successive difference; None below 4 "
                                 "usable slices")
