@@ -112,17 +112,18 @@ def test_sessions_pool_repeats_and_round_trip_through_a_baseline_summary():
 def test_judge_rule_by_hand():
     path = "degradation.output_tokens_per_s"  # direction higher: a drop is worse
     base = [{path: (0.02, 0.03)}, {path: (-0.01, 0.04)}]
-    # baseline: mean 0.005; within mean(0.03², 0.04²) = 0.00125 > between var 0.00045 -> /2
-    # current: -0.25, 0.05² -> change -0.255, SD sqrt(0.000625 + 0.0025) = 0.0559, ± z SD with
-    # z = 2.326 (the judge's 98 % two-sided confidence)
+    # baseline mean 0.005, current -0.25: change -0.255. One session's variance: the largest
+    # of mean(0.03², 0.04², 0.05²) = 0.0016667 and the baseline's sample variance 0.00045;
+    # the change's: 0.0016667 x (1/1 + 1/2) = 0.0025, SD 0.05, ± z SD with z = 2.326 (the
+    # judge's 98 % two-sided confidence)
     c = degradation_comparison(path, base, [{path: (-0.25, 0.05)}], 0.10)
     assert c is not None and c.verdict == "regressed" and c.scale == "absolute"
     assert c.change == pytest.approx(-0.255)
-    half = NormalDist().inv_cdf(0.99) * math.sqrt(0.003125)
+    half = NormalDist().inv_cdf(0.99) * 0.05
     assert c.interval == pytest.approx((-0.255 - half, -0.255 + half), abs=1e-6)
     # A/A-like: -8.5 points, within the 10-point tolerance
     assert degradation_comparison(path, base, [{path: (-0.08, 0.05)}], 0.10).verdict == "pass"  # type: ignore[union-attr]
-    # worse than the tolerance but within the noise: inconclusive
+    # worse than the tolerance but within the noise (SD 0.079): inconclusive
     assert degradation_comparison(path, base, [{path: (-0.15, 0.10)}], 0.10).verdict == "inconclusive"  # type: ignore[union-attr]
     # no noise known on either side: never regressed
     unknown = degradation_comparison(path, [{path: (0.0, None)}], [{path: (-0.3, None)}], 0.10)

@@ -4,10 +4,12 @@ A run's degradation (``measure/degradation.py``) is the change from its first st
 slice to its last. ``docs/metrics.md`` ("Degradation within the run") is the rule: the
 current sessions' mean degradation D_c is compared with the baseline sessions' mean D_b, on
 an absolute scale (points of relative change), so an engine that always slows a little over
-a run (a cache filling up) is held to its own habit rather than to zero. The change
-``D_c − D_b`` has variance ``v_c/k_c + v_b/k_b`` where, for each side of k sessions, v is the
-larger of the mean within-run variance (the slice-to-slice noise, ``sd²``) and the sessions'
-sample variance. The interval is the change ± z·SD, z at the judge's confidence, and the
+a run (a cache filling up) is held to its own habit rather than to zero. One session's
+degradation varies by v, the largest of: the sessions' mean within-run variance (the
+slice-to-slice noise, ``sd²``), and each side's sample variance across its sessions (what
+slow machine drift does between a run's start and its end, which successive slices cannot
+show). The change ``D_c − D_b`` has variance ``v · (1/k_c + 1/k_b)`` for k_c current and k_b
+baseline sessions. The interval is the change ± z·SD, z at the judge's confidence, and the
 verdict is the gate's rule (``verdicts.decide``): regressed when the change is worse than the
 tolerance and its interval excludes zero. With no noise known on either side (fewer than
 four steady slices, one session each) a worse change is only inconclusive.
@@ -29,14 +31,15 @@ SessionDegradation = dict[str, tuple[float, Optional[float]]]
 METHOD = "last time slice vs the first steady ones; slice-to-slice and session spread, normal"
 
 
-def _side(values: Sequence[tuple[float, Optional[float]]]) -> tuple[float, Optional[float]]:
-    """The side's mean degradation and the variance of that mean (None: no noise known)."""
-    xs = [v for v, _ in values]
-    sds = [sd for _, sd in values if sd is not None]
-    within = fmean([sd * sd for sd in sds]) if sds else None
-    between = variance(xs) if len(xs) >= 2 else None
-    known = [v for v in (within, between) if v is not None]
-    return fmean(xs), (max(known) / len(xs) if known else None)
+def _spread(base: Sequence[tuple[float, Optional[float]]],
+            cur: Sequence[tuple[float, Optional[float]]]) -> Optional[float]:
+    """The variance of one session's degradation: the largest of the sessions' mean within-run
+    variance (``sd²``) and each side's sample variance across its sessions; None when none is
+    known."""
+    sds = [sd for _, sd in (*base, *cur) if sd is not None]
+    known = [fmean([sd * sd for sd in sds])] if sds else []
+    known += [variance([v for v, _ in side]) for side in (base, cur) if len(side) >= 2]
+    return max(known) if known else None
 
 
 def _pct(x: float) -> str:
@@ -55,15 +58,15 @@ def degradation_comparison(path: str, baseline: Sequence[SessionDegradation],
     if not cur:
         return MetricComparison(
             metric=path, direction=info.direction, tolerance=tolerance, verdict="inconclusive",
-            scale="absolute", method=METHOD, baseline=_side(base)[0],
+            scale="absolute", method=METHOD, baseline=fmean(v for v, _ in base),
             note="not measured in this run: it needs two usable time slices from a steady one "
                  "(a longer run, or a shorter slice_s=)")
-    d_b, v_b = _side(base)
-    d_c, v_c = _side(cur)
+    d_b, d_c = fmean(v for v, _ in base), fmean(v for v, _ in cur)
     change = d_c - d_b
     z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
-    known = [v for v in (v_b, v_c) if v is not None]
-    half = z * math.sqrt(sum(known))
+    spread = _spread(base, cur)
+    known = spread is not None
+    half = z * math.sqrt((spread or 0.0) * (1.0 / len(base) + 1.0 / len(cur)))
     verdict = decide(info.direction, change, (change - half, change + half), tolerance)
     note = (f"{_pct(d_c)} within the run (baseline sessions: {', '.join(_pct(v) for v, _ in base)}); "
             f"noise ±{half:.1%}")
