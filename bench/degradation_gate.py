@@ -122,7 +122,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             inc = sum(r[arm].get(path) == "inconclusive" for r in results)
             vals = [r[arm]["values"][path] for r in results if path in r[arm]["values"]]
             print(f"{'':>20}{metric(path).label:<32} regressed {k:>4}, inconclusive {inc:>4}; "
-                  f"value median {np.median(vals):+.1%}" if vals else f"{'':>20}{path}: not measured")
+                  f"value median {np.median(vals):+.1%}, SD {np.std(vals, ddof=1):.1%}"
+                  if len(vals) > 1 else f"{'':>20}{path}: not measured")
     print(f"wall {wall:.0f} s, CPU (main) {time.process_time() - t0:.1f} s")
 
 

@@ -157,7 +157,7 @@ def test_registry_spec_rules_and_identity():
     assert not set(DEGRADATION) & set(default_gate(SPEC.model_copy(update={"slice_s": None})))
     assert all(d.path not in DEGRADATION for d in metric_defs(SPEC))  # judged on their own
     # absolute: a blanket relative tolerance does not tighten them
-    assert tolerance_for(SPEC, "degradation.ttft_ms.p50", 0.05) == 0.20
+    assert tolerance_for(SPEC, "degradation.ttft_ms.p50", 0.05) == 0.25
     assert SPEC.identity_hash() == SPEC.model_copy(update={"slice_s": None}).identity_hash()
     with pytest.raises(SpecError, match="set slice_s="):
         build_spec({"scenario": "concurrency", "concurrency": 2, "gate": ["degradation.tpot_ms.p50"]})

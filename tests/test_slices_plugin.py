@@ -7,6 +7,8 @@ simulator without the slowdown (A/A) passes it. Verdicts and lines are asserted,
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -62,7 +64,8 @@ def test_a_to_a_passes_the_degradation_gate_and_shows_the_slices(pytester, sim_u
     rows = {c["metric"]: c for c in test["outcome"]["comparisons"]}
     assert {"degradation.output_tokens_per_s", "degradation.ttft_ms.p50",
             "degradation.tpot_ms.p50"} <= set(rows)
-    assert all(rows[m]["verdict"] in ("pass", "improved") for m in rows if m.startswith("degradation."))
+    # no false alarm: never regressed (a TTFT median on a busy machine may be inconclusive)
+    assert all(rows[m]["verdict"] != "regressed" for m in rows if m.startswith("degradation."))
     slices = test["runs"][0]["slices"]
     assert slices["slice_s"] == 0.4 and len(slices["slices"]) >= 4
     assert slices["steady_from"] is not None
@@ -70,12 +73,26 @@ def test_a_to_a_passes_the_degradation_gate_and_shows_the_slices(pytester, sim_u
 
 def test_a_run_degrading_in_its_last_third_fails_the_gate(pytester, sim_url):
     _record(pytester, sim_url)
+    session = pytester.path / "session.json"
     with simulator(degrade_slowdown=2.0, degrade_after_s=1.6) as slow:
-        res = pytester.runpytest(f"--goodput-url={slow.base_url}", "--goodput-baseline")
+        res = pytester.runpytest(f"--goodput-url={slow.base_url}", "--goodput-baseline",
+                                 f"--goodput-json={session}")
     res.assert_outcomes(failed=1)
     out = res.stdout.str()
     assert "degradation: output throughput" in out and "regressed" in out
     assert "Traceback" not in out
+    gate = {c["metric"]: c["verdict"] for c in json.loads(session.read_text())["tests"][0]["outcome"]["comparisons"]}
+    assert gate["degradation.tpot_ms.p50"] == "regressed"
+    # the compare command judges the same files through the same judge
+    report = pytester.path / "compare.json"
+    cli = subprocess.run([sys.executable, "-m", "pytest_goodput", "compare",
+                          str(pytester.path / ".goodput" / "baselines"), str(session), "--json", str(report)],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 1, cli.stderr
+    outcome = json.loads(report.read_text())["outcomes"][0]
+    assert {c["metric"]: c["verdict"] for c in outcome["comparisons"]
+            if c["metric"].startswith("degradation.")} == {m: v for m, v in gate.items()
+                                                          if m.startswith("degradation.")}
 
 
 def test_degradation_gate_needs_slices(pytester):

@@ -101,11 +101,12 @@ TOLERANCES: dict[str, float] = {
     # significant) as a workload change (judge/workload.py).
     "metrics.reasoning_tokens.mean": 0.10,
     # Degradation within a run (time slices): absolute, in points of relative change between
-    # the first steady slice and the last. TTFT's median per slice is queueing over a few
-    # dozen requests: twice the room (bench/degradation_gate.py).
+    # the first steady slices and the last. A slow machine wander (CV 3 %) moves one run's
+    # TPOT degradation by an SD of 6.5 points at 60 % load and TTFT's by 8 (queueing): the
+    # tolerances keep an A/A inside them (bench/degradation_gate.py).
     "degradation.output_tokens_per_s": 0.10,
-    "degradation.ttft_ms.p50": 0.20,
-    "degradation.tpot_ms.p50": 0.10,
+    "degradation.ttft_ms.p50": 0.25,
+    "degradation.tpot_ms.p50": 0.15,
 }
 
 #: Degradation within a run (``docs/metrics.md``, "Degradation within the run"): the last
