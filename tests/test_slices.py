@@ -111,21 +111,28 @@ def test_sessions_pool_repeats_and_round_trip_through_a_baseline_summary():
 
 def test_judge_rule_by_hand():
     path = "degradation.output_tokens_per_s"  # direction higher: a drop is worse
+    z = NormalDist().inv_cdf(0.99)  # the judge's 98 % two-sided confidence: 2.326
     base = [{path: (0.02, 0.03)}, {path: (-0.01, 0.04)}]
-    # baseline mean 0.005, current -0.25: change -0.255. One session's variance: the largest
-    # of mean(0.03², 0.04², 0.05²) = 0.0016667 and the baseline's sample variance 0.00045;
-    # the change's: 0.0016667 x (1/1 + 1/2) = 0.0025, SD 0.05, ± z SD with z = 2.326 (the
-    # judge's 98 % two-sided confidence)
+    # two baseline sessions: v is their sample variance, ((0.015)² + (0.015)²) / 1 = 0.00045
+    # (the within-run SDs are not used); baseline mean 0.005, current -0.25: change -0.255,
+    # SD sqrt(0.00045 x (1/1 + 1/2)) = 0.02598
     c = degradation_comparison(path, base, [{path: (-0.25, 0.05)}], 0.10)
     assert c is not None and c.verdict == "regressed" and c.scale == "absolute"
-    assert c.change == pytest.approx(-0.255)
-    half = NormalDist().inv_cdf(0.99) * 0.05
-    assert c.interval == pytest.approx((-0.255 - half, -0.255 + half), abs=1e-6)
+    assert c.change == pytest.approx(-0.255) and c.baseline == pytest.approx(0.005)
+    half = z * math.sqrt(0.00045 * 1.5)
+    assert c.interval == pytest.approx((-0.255 - half, -0.255 + half), abs=1e-9)
     # A/A-like: -8.5 points, within the 10-point tolerance
     assert degradation_comparison(path, base, [{path: (-0.08, 0.05)}], 0.10).verdict == "pass"  # type: ignore[union-attr]
-    # worse than the tolerance but within the noise (SD 0.079): inconclusive
-    assert degradation_comparison(path, base, [{path: (-0.15, 0.10)}], 0.10).verdict == "inconclusive"  # type: ignore[union-attr]
-    # no noise known on either side: never regressed
+    # sessions that disagree (+10 %, -10 %: v = 0.02, SD 0.173): -15 points is worse than the
+    # tolerance but within the noise, inconclusive
+    wide = [{path: (0.10, 0.01)}, {path: (-0.10, 0.01)}]
+    assert degradation_comparison(path, wide, [{path: (-0.15, 0.01)}], 0.10).verdict == "inconclusive"  # type: ignore[union-attr]
+    # one baseline session: v is the mean within-run variance, (0.03² + 0.05²) / 2 = 0.0017,
+    # SD sqrt(0.0017 x 2) = 0.0583, -15 points ± 13.6: regressed
+    one = degradation_comparison(path, [{path: (0.0, 0.03)}], [{path: (-0.15, 0.05)}], 0.10)
+    assert one is not None and one.verdict == "regressed"
+    assert one.interval == pytest.approx((-0.15 - z * math.sqrt(0.0034), -0.15 + z * math.sqrt(0.0034)))
+    # no noise known: never regressed
     unknown = degradation_comparison(path, [{path: (0.0, None)}], [{path: (-0.3, None)}], 0.10)
     assert unknown is not None and unknown.verdict == "inconclusive" and "noise is unknown" in unknown.note
     # a baseline without slices gives no row; a current run without them is inconclusive

@@ -5,14 +5,17 @@ slice to its last. ``docs/metrics.md`` ("Degradation within the run") is the rul
 current sessions' mean degradation D_c is compared with the baseline sessions' mean D_b, on
 an absolute scale (points of relative change), so an engine that always slows a little over
 a run (a cache filling up) is held to its own habit rather than to zero. One session's
-degradation varies by v, the largest of: the sessions' mean within-run variance (the
-slice-to-slice noise, ``sd²``), and each side's sample variance across its sessions (what
-slow machine drift does between a run's start and its end, which successive slices cannot
-show). The change ``D_c − D_b`` has variance ``v · (1/k_c + 1/k_b)`` for k_c current and k_b
-baseline sessions. The interval is the change ± z·SD, z at the judge's confidence, and the
-verdict is the gate's rule (``verdicts.decide``): regressed when the change is worse than the
-tolerance and its interval excludes zero. With no noise known on either side (fewer than
-four steady slices, one session each) a worse change is only inconclusive.
+degradation varies by v: with two baseline sessions or more, the sessions' own spread (each
+side's sample variance, pooled by degrees of freedom), which holds every source of noise
+that differs between two runs of one schedule (slow machine drift included) and none that
+they share (the seeded schedule's own busier and quieter slices); with one, the mean
+within-run variance (the slice-to-slice noise, ``sd²``), which holds the schedule's slices
+too and so overstates it. The change ``D_c − D_b`` has variance ``v · (1/k_c + 1/k_b)`` for
+k_c current and k_b baseline sessions. The interval is the change ± z·SD, z at the judge's
+confidence, and the verdict is the gate's rule (``verdicts.decide``): regressed when the
+change is worse than the tolerance and its interval excludes zero. With no noise known
+(fewer than four steady slices and one baseline session) a worse change is only
+inconclusive.
 """
 
 from __future__ import annotations
@@ -33,13 +36,15 @@ METHOD = "last time slice vs the first steady ones; slice-to-slice and session s
 
 def _spread(base: Sequence[tuple[float, Optional[float]]],
             cur: Sequence[tuple[float, Optional[float]]]) -> Optional[float]:
-    """The variance of one session's degradation: the largest of the sessions' mean within-run
-    variance (``sd²``) and each side's sample variance across its sessions; None when none is
-    known."""
+    """The variance of one session's degradation: the sessions' own spread (each side's sample
+    variance, pooled by degrees of freedom) when the baseline has two sessions or more, else
+    the mean within-run variance (``sd²``); None when neither is known."""
+    sides = [side for side in (base, cur) if len(side) >= 2]
+    if len(base) >= 2:
+        df = sum(len(side) - 1 for side in sides)
+        return sum((len(side) - 1) * variance([v for v, _ in side]) for side in sides) / df
     sds = [sd for _, sd in (*base, *cur) if sd is not None]
-    known = [fmean([sd * sd for sd in sds])] if sds else []
-    known += [variance([v for v, _ in side]) for side in (base, cur) if len(side) >= 2]
-    return max(known) if known else None
+    return fmean([sd * sd for sd in sds]) if sds else None
 
 
 def _pct(x: float) -> str:
@@ -71,7 +76,7 @@ def degradation_comparison(path: str, baseline: Sequence[SessionDegradation],
     note = (f"{_pct(d_c)} within the run (baseline sessions: {', '.join(_pct(v) for v, _ in base)}); "
             f"noise ±{half:.1%}")
     if not known:
-        note += "; the noise is unknown (fewer than 4 steady slices, one session per side)"
+        note += "; the noise is unknown (fewer than 4 steady slices and one baseline session)"
         if verdict in ("regressed", "improved"):
             verdict = "inconclusive" if verdict == "regressed" else "pass"
     return MetricComparison(
