@@ -73,6 +73,7 @@ def test_the_steady_state_begins_after_the_warm_slice():
     # the bands (TPOT 5 vs 5.5: -9.1 %, band max(10 %, 3 sigma = 30.0 %))
     assert s.steady_from == 1 and s.steady_at_s == 1.5
     assert "slice 2 of 6 (at 1.5 s)" in s.steady_note and "TPOT P50 ±30%" in s.steady_note
+    assert s.steady_note.endswith("the 1 slice(s) before it are warm-up: warmup_s=1.5 would leave them out")
 
 
 def test_degradation_value_and_noise_by_hand():

@@ -129,9 +129,15 @@ def time_slices(records: Sequence[RequestRecord], window: Window, slice_s: float
 
 
 def run_slices(result: RunResult) -> Optional[Slices]:
-    """A run's slices when its spec asks for them; None for a sketched run, whose records are
-    a sample (each slice would hold a fraction of its requests)."""
-    slice_s = result.spec.slice_s
-    if slice_s is None or result.percentiles == "sketch":
+    """A run's slices when its spec asks for them, the warm-up setting that would skip the
+    slices before the steady state named; None for a sketched run, whose records are a sample
+    (each slice would hold a fraction of its requests)."""
+    spec = result.spec
+    if spec.slice_s is None or result.percentiles == "sketch":
         return None
-    return time_slices(result.requests, result.window, slice_s)
+    s = time_slices(result.requests, result.window, spec.slice_s)
+    if s.steady_from and s.steady_at_s and spec.scenario != "offline":
+        # what the warm-up setting would have to be for the measured window to start steady
+        s.steady_note += (f"; the {s.steady_from} slice(s) before it are warm-up: "
+                          f"warmup_s={spec.warmup_s + s.steady_at_s:g} would leave them out")
+    return s
