@@ -64,6 +64,8 @@ def test_latencies_by_completion_throughput_by_work_inside():
     assert [x.ttft_ms_p50 for x in s.slices] == [20.0, 10, 10, 10, 10, 10]
     assert [x.tpot_ms_p50 for x in s.slices] == [5.0, 5.0, 5.5, 5.0, 5.5, 8.0]
     assert not any(x.too_few for x in s.slices)
+    off = r.model_copy(update={"spec": SPEC.model_copy(update={"slice_s": None})})
+    assert run_slices(off) is None  # off by default
 
 
 def test_the_steady_state_begins_after_the_warm_slice():

@@ -28,18 +28,9 @@ def test_run_prints_and_writes_the_slices(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
 
 
-def test_without_the_flag_there_are_no_slices(tmp_path: Path) -> None:
-    out = tmp_path / "run.json"
-    res = cli("run", "--scenario", "concurrency", "--concurrency", "2", "--requests", "8",
-              "--isl", "8", "--osl", "4", "--json", str(out))
-    assert res.returncode in (0, 3), res.stderr
-    assert "time slices" not in res.stdout and json.loads(out.read_text())["slices"] is None
-
-
 def test_a_bad_slice_duration_is_a_usage_error() -> None:
-    for value in ("0", "nan"):
-        res = cli("run", "--scenario", "concurrency", "--concurrency", "2", "--slice-duration", value)
-        assert res.returncode == 2, (value, res.stdout, res.stderr)
-        assert "slice_s" in res.stderr and "Traceback" not in res.stderr
+    res = cli("run", "--scenario", "concurrency", "--concurrency", "2", "--slice-duration", "0")
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "slice_s: Input should be greater than 0" in res.stderr and "Traceback" not in res.stderr
     res = cli("run", "--slice-duration", "soon")
     assert res.returncode == 2 and "--slice-duration: invalid float value: 'soon'" in res.stderr
