@@ -198,3 +198,6 @@ def test_reports_show_the_slices_and_fall_back_to_the_table():
     plain = slices_block(o, broken)
     assert "```mermaid" not in plain and "steady from here" in plain
     assert slices_line(Outcome(nodeid="t", scenario="server")) is None
+    many = s.model_copy(update={"slices": s.slices * 5})  # 30 slices: 12 rows, "…", 12 rows
+    table = slices_block(Outcome(nodeid="t", scenario="server", slices=many), None)
+    assert table.count("\n| ") == 2 + 24 + 1 and "| … |" in table  # header, separator, rows, …

@@ -20,6 +20,8 @@ from pytest_goodput.schema.slices import Slice, Slices
 
 #: Slices the terminal line lists one by one; longer runs show first, …, last.
 MAX_LISTED = 8
+#: Rows of the Markdown table; a longer run shows its first and last halves.
+MAX_ROWS = 24
 ChartFn = Callable[[Slices, str], str]
 
 
@@ -84,7 +86,11 @@ def _row(i: int, x: Slice, steady: Optional[int]) -> list[str]:
 
 
 def slices_table(s: Slices) -> str:
+    """Every slice, or the first and last :data:`MAX_ROWS` / 2 of a long run (a report has a size limit)."""
     rows = [_row(i, x, s.steady_from) for i, x in enumerate(s.slices)]
+    if len(rows) > MAX_ROWS:
+        half = MAX_ROWS // 2
+        rows = [*rows[:half], ["…"] + [""] * 8, *rows[-half:]]
     return table(["slice", "start s", "s", "completed", "failed", "output tok/s", "TTFT P50 ms",
                   "TPOT P50 ms", ""], rows, "rrrrrrrrl")
 
