@@ -91,8 +91,8 @@ class ScenarioSpec(BaseModel):
     head_launches: Optional[int] = Field(None, ge=1, le=20, description="gating: PR launches, judged "
         "after each, stopped once decided (docs/statistics.md, \"Head launches\")")
     slice_s: Optional[float] = Field(None, gt=0, description="time slices: metrics per window of this "
-        "many seconds, by completion, and the degradation gate (docs/metrics.md, \"Time slices\"); "
-        "None: off")
+        "many seconds, where the steady state began, and the degradation gate (docs/metrics.md, "
+        "\"Time slices\"); None: off")
 
     # --- request shape -----------------------------------------------------------------
     api: Api = Field("completions", description="the OpenAI API requested: /v1/completions or "
