@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_goodput.schema.ab_summary import ABSummary
+from pytest_goodput.schema.cost import TestCost
 from pytest_goodput.schema.history import Trend
 from pytest_goodput.schema.workload_check import WorkloadCheck
 
@@ -114,6 +115,8 @@ class TestOutcome(_Model):
         None, description="did baseline and current run the same workload (prompts, output lengths)")
     ab: Optional[ABSummary] = Field(
         None, description="A/B mode: the base engine (the 'baseline' side) and the rounds behind the verdicts")
+    cost: Optional[TestCost] = Field(
+        None, description="engine launches and seconds of load this test's measurements took")
 
     @property
     def status(self) -> str:
