@@ -29,15 +29,15 @@ from pathlib import Path
 SUITE = '''
 import pytest
 
-@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=32, osl=16)
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=128, osl=16)
 def test_a():
     pass
 
-@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=32, osl=24)
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=128, osl=24)
 def test_b():
     pass
 
-@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=32, osl=32)
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=128, osl=32)
 def test_c():
     pass
 '''
@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_three.py",
                                "--goodput-update-baseline", f"--goodput-sessions={a.sessions}",
-                               f"--goodput-serve={counted}", "--goodput-json=out.json"],
+                               f"--goodput-serve={counted}", "--goodput-json=out.json",
+                               "--goodput-engine-cpus=auto"],
                               cwd=work, env=env, capture_output=True, text=True, check=False)
         wall = time.monotonic() - t0
         n = len(starts.read_text().splitlines()) if starts.exists() else 0
@@ -72,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tree: {a.tree}")
         print(f"3 tests x {a.sessions} sessions: {n} engine processes started; "
               f"reported: {reported.get('launches', 'not reported')} launches, "
-              f"{reported.get('start_s', float('nan')):.1f} s starting; wall {wall:.1f} s; exit {proc.returncode}")
+              f"{reported.get('start_s', float('nan')):.1f} s starting; wall {wall:.1f} s")
+        print("pytest: " + (proc.stdout.strip().splitlines() or ["(no output)"])[-1])
+        for line in proc.stdout.splitlines():
+            if line.startswith("FAILED"):
+                print("  " + line[:300])
     return 0
 
 

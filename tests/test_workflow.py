@@ -386,11 +386,11 @@ GPU_SUITE = '''"""The user's GPU suite, reduced: two users on the engine its pyt
 import pytest
 
 
-@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=12, warmup_requests=2,
-                     isl=128, osl=64, gate=["throughput.output_tokens_per_s", "metrics.ttft_ms.p50"],
-                     tolerances={"throughput.output_tokens_per_s": 0.25, "metrics.ttft_ms.p50": 0.5})
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=24, warmup_requests=2,
+                     isl=128, osl=64, gate=["metrics.ttft_ms.p99"], tolerances={"metrics.ttft_ms.p99": 0.9})
 def test_two_users():
-    """Two closed-loop users: with fewer batch slots than users, a request queues for one."""
+    """Two closed-loop users: with one batch slot for two users, every other request waits
+    for a whole request before its first token (the tail of TTFT, not its median)."""
 '''
 GPU_CLASSES = ("a10g", "h100")
 
@@ -406,7 +406,9 @@ def gpu_repo(path: Path, model: str, parallel: int) -> Path:
     suite.mkdir()
     serve = shlex.join(["nice", "-n", "10", sys.executable, "-m", "pytest_goodput.engines.llamacpp_server",
                         "--model", model, "--port", "{port}", "--parallel", str(parallel), "--threads", "1"])
-    (suite / "pytest.ini").write_text(f"[pytest]\ngoodput_serve = {serve}\n")
+    # On this CPU stand-in the engine and the client get a core each, as a GPU engine and its
+    # client would not compete (`auto`: docs/engines.md); the serve command is the PR's own.
+    (suite / "pytest.ini").write_text(f"[pytest]\ngoodput_serve = {serve}\ngoodput_engine_cpus = auto\n")
     (suite / "test_gpu.py").write_text(GPU_SUITE)
     return path
 
@@ -521,7 +523,7 @@ def test_gpu_pull_request_halving_the_batch_slots_fails_at_the_gate(gpu_world):
         job = gpu_job(run, gpu)
         assert [s.name for s in job.steps if s.outcome == "failure"] == ["Goodput gate"]
         gate = job.step("Goodput gate")
-        assert "regressed: TTFT P50" in gate.log and "--parallel 1" in gate.log, gate.log[-4000:]
+        assert "regressed: TTFT P99" in gate.log and "--parallel 1" in gate.log, gate.log[-4000:]
         assert job.step("Upload the report").outcome == "success"
 
 
