@@ -386,8 +386,8 @@ GPU_SUITE = '''"""The user's GPU suite, reduced: two users on the engine its pyt
 import pytest
 
 
-@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=24, warmup_requests=2,
-                     isl=128, osl=64, gate=["metrics.ttft_ms.p99"], tolerances={"metrics.ttft_ms.p99": 0.9})
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=16, warmup_requests=2,
+                     isl=128, osl=256, gate=["metrics.ttft_ms.p99"], tolerances={"metrics.ttft_ms.p99": 0.9})
 def test_two_users():
     """Two closed-loop users: with one batch slot for two users, every other request waits
     for a whole request before its first token (the tail of TTFT, not its median)."""
