@@ -14,6 +14,12 @@ d. a pull request from a fork after the cache's eviction fetches main's baseline
    last successful push run's artifact, its one failing test gives one annotation, and the
    comment workflow posts its report without running its code;
 e. with no baseline anywhere the gate fails, saying why.
+
+The self-hosted GPU workflow (goodput-gpu.yml) runs the same way, with llama.cpp's server
+(the `llamacpp` extra) standing in for the GPU engine, served by the suite's own pytest.ini:
+pushes record one session each (five on the first), an unchanged PR passes on both GPU
+classes, a PR whose serve command halves the batch slots fails at the gate step, a fork's PR
+waits for its environment's reviewers, and the two classes keep separate baselines.
 """
 
 from __future__ import annotations
@@ -468,6 +474,7 @@ def gpu_job(run: RunResult, gpu: str):  # type: ignore[no-untyped-def]
     return run.job(f"goodput ({gpu})")
 
 
+@pytest.mark.llamacpp
 def test_gpu_workflow_runs_on_its_pool_one_measurement_at_a_time(gpu_world):
     """Runner labels per GPU class; one concurrency group per pool, the same for a push and
     for every PR (two PRs never measure at once on one host), never cancelled."""
@@ -483,6 +490,7 @@ def test_gpu_workflow_runs_on_its_pool_one_measurement_at_a_time(gpu_world):
     assert "pull_request_target" not in wf[True]
 
 
+@pytest.mark.llamacpp
 def test_gpu_push_records_one_launch_appended_per_class(gpu_world):
     first, second = gpu_world.pushes
     keys = [k for k, _ in gpu_world.gh.caches]
@@ -504,6 +512,7 @@ def test_gpu_push_records_one_launch_appended_per_class(gpu_world):
         assert restored == f"Cache restored from key: goodput-{gpu}-main-{first.run_id}"  # its own class's
 
 
+@pytest.mark.llamacpp
 def test_gpu_unchanged_pull_request_passes_on_every_class(gpu_world):
     run = gpu_world.pr_unchanged
     for gpu in GPU_CLASSES:
@@ -516,6 +525,7 @@ def test_gpu_unchanged_pull_request_passes_on_every_class(gpu_world):
         assert gpu_world.gh.artifact_dir(run.run_id, f"goodput-report-{gpu}").is_dir()
 
 
+@pytest.mark.llamacpp
 def test_gpu_pull_request_halving_the_batch_slots_fails_at_the_gate(gpu_world):
     run = gpu_world.pr_half_the_slots
     assert run.conclusion == "failure"
@@ -527,6 +537,7 @@ def test_gpu_pull_request_halving_the_batch_slots_fails_at_the_gate(gpu_world):
         assert job.step("Upload the report").outcome == "success"
 
 
+@pytest.mark.llamacpp
 def test_gpu_fork_pull_request_waits_for_approval(gpu_world):
     """The environment rule, evaluated as GitHub would for each event: a fork's run names the
     environment with required reviewers and no step runs (nothing reaches the runner)."""
