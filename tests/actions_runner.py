@@ -8,8 +8,14 @@ against a mocked API (`github_script.js`). What is emulated on local folders: th
 (a copy of a source tree), the actions cache (immutable keys, restored by exact key then by
 prefix, newest first), artifacts (upload-artifact's root and hidden-file rules) and the
 ``gh run list`` / ``gh run download`` calls a step makes (a ``gh`` on the step's PATH).
-One substitution: ``pip install -e .`` checks the package is importable instead (it is
-installed already; the workspace holds the suite, not the package). An action, expression,
+Jobs: a ``strategy.matrix`` of lists runs one job per combination, each in a workspace of its
+own with the ``matrix`` context; ``runs-on``, ``environment`` and the job's ``concurrency``
+group are evaluated and kept on the job's result; a job whose environment has required
+reviewers (``Actions.reviewed_environments``) waits, running no step, as on GitHub until
+someone approves; repository secrets (``Actions.secrets``) reach every run but a fork's.
+One substitution: ``pip install -e .`` (or ``pip install -r requirements-goodput.txt``)
+checks the package is importable instead (it is installed already; the workspace holds the
+suite, not the package). An action, expression,
 or ``gh`` call the emulator does not know is an error, never a skipped step.
 """
 
