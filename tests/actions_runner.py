@@ -8,8 +8,14 @@ against a mocked API (`github_script.js`). What is emulated on local folders: th
 (a copy of a source tree), the actions cache (immutable keys, restored by exact key then by
 prefix, newest first), artifacts (upload-artifact's root and hidden-file rules) and the
 ``gh run list`` / ``gh run download`` calls a step makes (a ``gh`` on the step's PATH).
-One substitution: ``pip install -e .`` checks the package is importable instead (it is
-installed already; the workspace holds the suite, not the package). An action, expression,
+Jobs: a ``strategy.matrix`` of lists runs one job per combination, each in a workspace of its
+own with the ``matrix`` context; ``runs-on``, ``environment`` and the job's ``concurrency``
+group are evaluated and kept on the job's result; a job whose environment has required
+reviewers (``Actions.reviewed_environments``) waits, running no step, as on GitHub until
+someone approves; repository secrets (``Actions.secrets``) reach every run but a fork's.
+One substitution: ``pip install -e .`` (or ``pip install -r requirements-goodput.txt``)
+checks the package is importable instead (it is installed already; the workspace holds the
+suite, not the package). An action, expression,
 or ``gh`` call the emulator does not know is an error, never a skipped step.
 """
 
@@ -30,6 +36,8 @@ from actions_expressions import Evaluator, to_string
 
 HERE = Path(__file__).resolve().parent
 PIP_INSTALL = "pip install -e ."
+#: Installing pytest-goodput from a requirements file: checked importable, as PIP_INSTALL.
+PIP_REQUIREMENTS = "pip install -r requirements-goodput.txt"
 STEP_TIMEOUT_S = 600
 
 
@@ -44,8 +52,11 @@ class StepResult:
 @dataclass
 class JobResult:
     name: str
-    conclusion: str
+    conclusion: str  # success | failure | skipped | waiting (an environment's reviewers)
     steps: list[StepResult] = field(default_factory=list)
+    runs_on: list[str] = field(default_factory=list)
+    environment: str = ""
+    concurrency: str = ""
 
     def step(self, name: str) -> StepResult:
         found = [s for s in self.steps if s.name == name]
@@ -119,6 +130,8 @@ class Actions:
         self.repository = repository
         self.caches: list[tuple[str, Path]] = []
         self.runs: list[dict[str, Any]] = []
+        self.secrets: dict[str, str] = {}  # repository secrets (none reach a fork's run)
+        self.reviewed_environments: set[str] = set()  # environments with required reviewers
         root.mkdir(parents=True, exist_ok=True)
         self.api_state = root / "api.json"
         self.api_state.write_text(json.dumps({"pulls": {}, "comments": [], "next_id": 1000, "calls": []}))
@@ -183,15 +196,12 @@ class Actions:
             payload["pull_request"]["head"]["repo"]["full_name"] != self.repository
         jobs = {}
         for job_id, job in wf["jobs"].items():
-            if "if" in job and not Evaluator({"github": github}, workspace).condition(job["if"]):
-                jobs[job_id] = JobResult(job_id, "skipped")
-                continue
-            perms = {**(wf.get("permissions") or {}), **(job.get("permissions") or {})}
-            can_write = perms.get("pull-requests") == "write" and not fork
-            ctx = RunContext(self, home, workspace, github, wf_env, job, source, run_id, can_write,
-                             extra_env or {})
-            jobs[job_id] = ctx.run_job(job_id)
-        conclusion = "failure" if any(j.conclusion == "failure" for j in jobs.values()) else "success"
+            for matrix in matrix_entries(job):
+                name = job_id + (f" ({', '.join(str(v) for v in matrix.values())})" if matrix else "")
+                jobs[name] = self._job(name, job, wf, wf_env, github, matrix, home, workspace, source,
+                                       run_id, fork, extra_env or {})
+        conclusion = "failure" if any(j.conclusion == "failure" for j in jobs.values()) else \
+            "waiting" if any(j.conclusion == "waiting" for j in jobs.values()) else "success"
         branch = head_ref or github["ref_name"]
         self.runs.append({"id": run_id, "workflow": github["workflow"], "path": workflow.name,
                           "branch": branch, "event": event, "conclusion": conclusion, "head_sha": sha})
@@ -199,20 +209,63 @@ class Actions:
         return RunResult(run_id, conclusion, jobs, workspace)
 
 
+    def _job(self, name: str, job: dict, wf: dict, wf_env: dict, github: dict, matrix: dict, home: Path,
+             workspace: Path, source: Path, run_id: int, fork: bool, extra_env: dict) -> JobResult:
+        """One job (one matrix entry): skipped by its ``if``, held by a protected environment
+        (``self.reviewed_environments``: required reviewers, nobody approved yet), else run."""
+        if matrix:  # each matrix job runs on a runner of its own: its own workspace
+            workspace = workspace / name.replace(" ", "_").replace(",", "")
+            github = {**github, "workspace": str(workspace)}
+            wf_env = {k: Evaluator({"github": github}, workspace).interpolate(str(v))
+                      for k, v in (wf.get("env") or {}).items()}
+        ev = Evaluator({"github": github, "matrix": matrix}, workspace)
+        if "if" in job and not ev.condition(job["if"]):
+            return JobResult(name, "skipped")
+        labels = job.get("runs-on", [])
+        labels = [ev.interpolate(str(x)) for x in ([labels] if isinstance(labels, str) else labels)]
+        environment = ev.interpolate(str(job.get("environment") or ""))
+        group = ev.interpolate(str((job.get("concurrency") or {}).get("group", "")))
+        held = JobResult(name, "waiting", runs_on=labels, environment=environment, concurrency=group)
+        if environment in self.reviewed_environments:
+            return held
+        perms = {**(wf.get("permissions") or {}), **(job.get("permissions") or {})}
+        can_write = perms.get("pull-requests") == "write" and not fork
+        ctx = RunContext(self, home, workspace, github,
+                         wf_env, job, source, run_id, can_write, extra_env, matrix,
+                         {} if fork else self.secrets)
+        result = ctx.run_job(name)
+        result.runs_on, result.environment, result.concurrency = labels, environment, group
+        return result
+
+
+def matrix_entries(job: dict) -> list[dict]:
+    """The job's ``strategy.matrix`` as one dict per job (lists of values: their product)."""
+    matrix = (job.get("strategy") or {}).get("matrix") or {}
+    assert set(matrix) <= {k for k, v in matrix.items() if isinstance(v, list)}, "only lists are emulated"
+    entries: list[dict] = [{}]
+    for key, values in matrix.items():
+        entries = [{**e, key: v} for e in entries for v in values]
+    return entries
+
+
 class RunContext:
     """One job of one run: its environment, steps context and the emulated actions."""
 
     def __init__(self, actions: Actions, home: Path, workspace: Path, github: dict, wf_env: dict,
-                 job: dict, source: Path, run_id: int, can_write: bool, extra_env: dict):
+                 job: dict, source: Path, run_id: int, can_write: bool, extra_env: dict,
+                 matrix: dict | None = None, secrets: dict | None = None):
         self.a, self.home, self.ws, self.github = actions, home, workspace, github
+        self.matrix, self.secrets = matrix or {}, secrets or {}
+        workspace.mkdir(parents=True, exist_ok=True)
         self.job, self.source, self.run_id, self.can_write = job, source, run_id, can_write
         self.env = dict(wf_env)
-        base = Evaluator({"github": github, "env": self.env}, workspace)
+        base = Evaluator({"github": github, "env": self.env, "matrix": self.matrix, "secrets": self.secrets},
+                         workspace)
         self.env.update({k: base.interpolate(str(v)) for k, v in (job.get("env") or {}).items()})
         self.steps: dict[str, dict] = {s["id"]: {"outputs": {}, "outcome": None, "conclusion": None}
                                        for s in job["steps"] if "id" in s}
         self.failed = False
-        self.temp = home / "temp"
+        self.temp = home / ("temp-" + "-".join(str(v) for v in self.matrix.values()) if self.matrix else "temp")
         self.temp.mkdir()
         self.base_env = {
             "PATH": os.pathsep.join([str(actions.bin), str(Path(sys.executable).parent),
@@ -229,8 +282,8 @@ class RunContext:
         }
 
     def evaluator(self) -> Evaluator:
-        return Evaluator({"github": self.github, "env": self.env, "steps": self.steps,
-                          "runner": {"os": "Linux", "temp": str(self.temp)}},
+        return Evaluator({"github": self.github, "env": self.env, "steps": self.steps, "matrix": self.matrix,
+                          "secrets": self.secrets, "runner": {"os": "Linux", "temp": str(self.temp)}},
                          self.ws, status=self.status)
 
     def status(self, name: str) -> bool:
@@ -274,7 +327,7 @@ class RunContext:
             self.steps[step["id"]] = {"outputs": outputs, "outcome": outcome, "conclusion": outcome}
 
     def _run(self, script: str, env: dict, step: dict) -> tuple[bool, str]:
-        if script.strip() == PIP_INSTALL:  # the one substitution (module docstring)
+        if script.strip() in (PIP_INSTALL, PIP_REQUIREMENTS):  # the one substitution (module docstring)
             script = 'python -c "import pytest_goodput"'
         path = self.temp / f"step-{uuid.uuid4().hex}.sh"
         path.write_text(script)

@@ -9,6 +9,7 @@ import pytest
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.plugin import harness as harness_mod
 from pytest_goodput.plugin.harness import GoodputHarness
+from pytest_goodput.engines.engine import Engine
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.plugin.settings import resolve
 from pytest_goodput.schema.measurement import Measurement
@@ -28,7 +29,7 @@ def measurement(valid: bool) -> Measurement:
 def harness() -> GoodputHarness:
     session = GoodputSession(resolve({}, {}, {}), Path("."))
     return GoodputHarness(session, "t.py::t", {"scenario": "offline", "requests": 1},
-                          lambda: object(), progress_stream=None)
+                          lambda: Engine(kind="attach", base_url="http://127.0.0.1:9/v1"), progress_stream=None)
 
 
 @pytest.mark.parametrize("sequence,expected_valid,expected_calls", [

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import closed_loop_results as clr
 
+from pytest_goodput.engines.engine import Engine
 from pytest_goodput.plugin.harness import GoodputHarness
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.plugin.settings import resolve
@@ -117,7 +118,7 @@ def test_an_invalid_run_says_why_it_is_measured_again(monkeypatch):
     out = io.StringIO()
     h = GoodputHarness(GoodputSession(resolve({}, {}, {}), Path(".")), "t.py::t",
                        {"scenario": "concurrency", "concurrency": 4, "requests": 400},
-                       lambda: object(), progress_stream=out)
+                       lambda: Engine(kind="attach", base_url="http://127.0.0.1:9/v1"), progress_stream=out)
     h.run()
     assert out.getvalue() == (
         "goodput: t.py::t: measuring again - the client, not the server, set the pace of the first "

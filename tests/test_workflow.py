@@ -14,15 +14,24 @@ d. a pull request from a fork after the cache's eviction fetches main's baseline
    last successful push run's artifact, its one failing test gives one annotation, and the
    comment workflow posts its report without running its code;
 e. with no baseline anywhere the gate fails, saying why.
+
+The self-hosted GPU workflow (goodput-gpu.yml) runs the same way, with llama.cpp's server
+(the `llamacpp` extra) standing in for the GPU engine, served by the suite's own pytest.ini:
+pushes record one session each (five on the first), an unchanged PR passes on both GPU
+classes, a PR whose serve command halves the batch slots fails at the gate step, a fork's PR
+waits for its environment's reviewers, and the two classes keep separate baselines.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -374,3 +383,174 @@ def test_emulator_refuses_an_action_it_does_not_know(tmp_path):
     wf.write_text("name: x\non: push\njobs:\n  j:\n    steps:\n      - uses: some/action@v1\n")
     with pytest.raises(AssertionError, match="some/action@v1 is not emulated"):
         Actions(tmp_path / "gh").run(wf, event="push", payload={}, source=src)
+
+
+# --- The self-hosted GPU workflow (goodput-gpu.yml), llama.cpp standing in for the GPU engine ---
+
+GPU_SUITE = '''"""The user's GPU suite, reduced: two users on the engine its pytest.ini serves."""
+
+import pytest
+
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=16, warmup_requests=2,
+                     isl=128, osl=256, gate=["metrics.ttft_ms.p99"], tolerances={"metrics.ttft_ms.p99": 0.9})
+def test_two_users():
+    """Two closed-loop users: with one batch slot for two users, every other request waits
+    for a whole request before its first token (the tail of TTFT, not its median)."""
+'''
+GPU_CLASSES = ("a10g", "h100")
+
+
+def gpu_repo(path: Path, model: str, parallel: int) -> Path:
+    """A user's repository: the GPU workflow, pytest-goodput as a requirement, a suite whose
+    pytest.ini serves llama.cpp with ``parallel`` batch slots (the PR's own serve command).
+    Long prompts (~580 llama.cpp tokens) so that prefill, not per-request overhead, is timed."""
+    (path / ".github/workflows").mkdir(parents=True)
+    shutil.copy(ROOT / "example_suite/github/goodput-gpu.yml", path / ".github/workflows")
+    (path / "requirements-goodput.txt").write_text("pytest-goodput\n")
+    suite = path / "gpu_suite"
+    suite.mkdir()
+    serve = shlex.join(["nice", "-n", "10", sys.executable, "-m", "pytest_goodput.engines.llamacpp_server",
+                        "--model", model, "--port", "{port}", "--parallel", str(parallel), "--threads", "1"])
+    # On this CPU stand-in the engine and the client get a core each, as a GPU engine and its
+    # client would not compete (`auto`: docs/engines.md); the serve command is the PR's own.
+    (suite / "pytest.ini").write_text(f"[pytest]\ngoodput_serve = {serve}\ngoodput_engine_cpus = auto\n")
+    (suite / "test_gpu.py").write_text(GPU_SUITE)
+    return path
+
+
+class GPUWorld:
+    """One repository with self-hosted GPU runners of two classes on the emulated GitHub."""
+
+    def __init__(self, root: Path):
+        from pytest_goodput.engines.tinyllama import write_tiny_llama
+
+        self.root = root
+        self.gh = Actions(root / "github", REPO)
+        self.gh.secrets = {"HF_TOKEN": "hf_emulated_secret"}
+        self.gh.reviewed_environments = {"goodput-fork"}  # required reviewers, none approved
+        self.model = write_tiny_llama(root / "tiny.gguf")
+        self.main = gpu_repo(root / "main", self.model, parallel=2)
+        self.workflow = self.main / ".github/workflows/goodput-gpu.yml"
+
+    def env(self) -> dict[str, str]:
+        # The steps import this checkout's pytest-goodput (and the tests' self-check) as CI's
+        # `pip install -r requirements-goodput.txt` would import the released one.
+        return {k: os.environ[k] for k in ("PYTHONPATH", "GOODPUT_TEST_SELFCHECK") if k in os.environ}
+
+    def run_push(self) -> RunResult:
+        return self.gh.run(self.workflow, event="push", payload={"ref": "refs/heads/main", "after": uuid.uuid4().hex},
+                           source=self.main, extra_env=self.env())
+
+    def pr(self, number: int, source: Path, fork: bool = False) -> RunResult:
+        return self.gh.run(source / ".github/workflows/goodput-gpu.yml", event="pull_request",
+                           payload=pr_payload(number, uuid.uuid4().hex, fork), source=source,
+                           ref=f"refs/pull/{number}/merge", base_ref="main", head_ref="feature",
+                           extra_env=self.env())
+
+    @functools.cached_property
+    def pushes(self) -> tuple[RunResult, RunResult]:
+        return self.run_push(), self.run_push()
+
+    @functools.cached_property
+    def pr_unchanged(self) -> RunResult:
+        assert all(p.conclusion == "success" for p in self.pushes)
+        return self.pr(11, self.main)
+
+    @functools.cached_property
+    def pr_half_the_slots(self) -> RunResult:
+        assert self.pr_unchanged.conclusion == "success"
+        return self.pr(12, gpu_repo(self.root / "half", self.model, parallel=1))
+
+
+@pytest.fixture(scope="module")
+def gpu_world(tmp_path_factory) -> GPUWorld:
+    pytest.importorskip("xllamacpp", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
+    pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
+    return GPUWorld(tmp_path_factory.mktemp("gpu"))
+
+
+def gpu_job(run: RunResult, gpu: str):  # type: ignore[no-untyped-def]
+    return run.job(f"goodput ({gpu})")
+
+
+@pytest.mark.llamacpp
+def test_gpu_workflow_runs_on_its_pool_one_measurement_at_a_time(gpu_world):
+    """Runner labels per GPU class; one concurrency group per pool, the same for a push and
+    for every PR (two PRs never measure at once on one host), never cancelled."""
+    push = gpu_world.pushes[0]
+    pr = gpu_world.pr_unchanged
+    for gpu in GPU_CLASSES:
+        for run in (push, pr):
+            job = gpu_job(run, gpu)
+            assert job.runs_on == ["self-hosted", "gpu", gpu]
+            assert job.concurrency == f"goodput-gpu-{gpu}"
+    wf = yaml.safe_load((ROOT / "example_suite/github/goodput-gpu.yml").read_text())
+    assert wf["jobs"]["goodput"]["concurrency"]["cancel-in-progress"] is False
+    assert "pull_request_target" not in wf[True]
+
+
+@pytest.mark.llamacpp
+def test_gpu_push_records_one_launch_appended_per_class(gpu_world):
+    first, second = gpu_world.pushes
+    keys = [k for k, _ in gpu_world.gh.caches]
+    for gpu in GPU_CLASSES:
+        for n, run in enumerate((first, second), start=1):
+            job = gpu_job(run, gpu)
+            step = job.step("Record one session on main")
+            assert job.conclusion == "success", step.log[-3000:]
+            # the first push finds no baselines and records five sessions, on five launches
+            # shared by the suite's tests; the next appends one session for one launch
+            launches = 5 if n == 1 else 1
+            assert f"cost: {launches} engine launch" in step.log, step.log[-3000:]
+            assert f"goodput-{gpu}-main-{run.run_id}" in keys
+            art = gpu_world.gh.artifact_dir(run.run_id, f"goodput-baselines-{gpu}-main")
+            doc = json.loads((art / "ci-baselines/test_gpu/test_two_users.json").read_text())
+            assert len(doc["runs"]) == 5  # the newest five kept: the second push replaced the oldest
+            assert {r["environment"]["identity"]["hardware"] for r in doc["runs"]} == {gpu}
+        restored = gpu_job(second, gpu).step("Restore the baselines").log
+        assert restored == f"Cache restored from key: goodput-{gpu}-main-{first.run_id}"  # its own class's
+
+
+@pytest.mark.llamacpp
+def test_gpu_unchanged_pull_request_passes_on_every_class(gpu_world):
+    run = gpu_world.pr_unchanged
+    for gpu in GPU_CLASSES:
+        job = gpu_job(run, gpu)
+        gate = job.step("Goodput gate")
+        assert job.conclusion == "success", gate.log[-4000:]
+        assert job.environment == "goodput"  # a same-repository PR waits for nobody
+        got = json.loads((run.workspace / f"goodput_({gpu})" / "goodput.json").read_text())
+        assert [t["outcome"]["baseline_status"] for t in got["tests"]] == ["compared"]
+        assert gpu_world.gh.artifact_dir(run.run_id, f"goodput-report-{gpu}").is_dir()
+
+
+@pytest.mark.llamacpp
+def test_gpu_pull_request_halving_the_batch_slots_fails_at_the_gate(gpu_world):
+    run = gpu_world.pr_half_the_slots
+    assert run.conclusion == "failure"
+    for gpu in GPU_CLASSES:
+        job = gpu_job(run, gpu)
+        assert [s.name for s in job.steps if s.outcome == "failure"] == ["Goodput gate"]
+        gate = job.step("Goodput gate")
+        assert "regressed: TTFT P99" in gate.log and "--parallel 1" in gate.log, gate.log[-4000:]
+        assert job.step("Upload the report").outcome == "success"
+
+
+@pytest.mark.llamacpp
+def test_gpu_fork_pull_request_waits_for_approval(gpu_world):
+    """The environment rule, evaluated as GitHub would for each event: a fork's run names the
+    environment with required reviewers and no step runs (nothing reaches the runner)."""
+    from actions_expressions import Evaluator
+
+    rule = yaml.safe_load((ROOT / "example_suite/github/goodput-gpu.yml").read_text())["jobs"]["goodput"]["environment"]
+    for fork, wanted in ((True, "goodput-fork"), (False, "goodput")):
+        github = {"event_name": "pull_request", "repository": REPO, "event": pr_payload(13, "a" * 40, fork)}
+        assert Evaluator({"github": github}, gpu_world.root).interpolate(rule) == wanted
+    push = {"event_name": "push", "repository": REPO, "event": {"ref": "refs/heads/main"}}
+    assert Evaluator({"github": push}, gpu_world.root).interpolate(rule) == "goodput"
+    run = gpu_world.pr(13, gpu_repo(gpu_world.root / "fork", gpu_world.model, parallel=2), fork=True)
+    assert run.conclusion == "waiting"
+    for gpu in GPU_CLASSES:
+        job = gpu_job(run, gpu)
+        assert job.conclusion == "waiting" and job.environment == "goodput-fork" and job.steps == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Optional, Sequence
 
@@ -42,6 +43,10 @@ class Engine:
     _handle: Any = None
     _start: Optional[Callable[[], Any]] = None  # starts a fresh process; None: not ours to restart
     kept_logs: list[str] = field(default_factory=list)  # logs close() kept: the engine died
+    #: Processes this handle started (first start and every relaunch) and the seconds spent
+    #: waiting for them to answer: what a verdict cost in engine starts (docs/metrics.md).
+    launches: int = 0
+    start_s: float = 0.0
 
     def __repr__(self) -> str:  # tracebacks show it: never with the URL's credentials
         return redact(f"<Engine {self.kind} {self.base_url} model={self.model!r}>")
@@ -71,9 +76,18 @@ class Engine:
         """Start a stopped engine of ours afresh (A/B mode with one engine at a time)."""
         if self._start is None or self._handle is not None:
             return
-        self._handle = self._start()
+        self._handle = self._timed_start()
         self.base_url = self._handle.base_url
         self.log_path = str(self._handle.log_path)
+
+    def _timed_start(self) -> Any:
+        """Start a fresh process, counted in ``launches`` and timed into ``start_s``."""
+        assert self._start is not None
+        t0 = time.monotonic()
+        handle = self._start()
+        self.launches += 1
+        self.start_s += time.monotonic() - t0
+        return handle
 
     @property
     def pid(self) -> Optional[int]:
@@ -156,7 +170,9 @@ def launch(
     def fresh() -> Any:
         return start(command, env=env, ready_timeout_s=ready_timeout_s, cpus=cpus)
 
+    t0 = time.monotonic()
     handle = fresh()
+    started_s = time.monotonic() - t0
     argv = command if isinstance(command, list) else shlex.split(command)
     return Engine(
         kind="launch",
@@ -171,6 +187,8 @@ def launch(
         log_path=str(handle.log_path),
         _handle=handle,
         _start=fresh,
+        launches=1,
+        start_s=started_s,
     )
 
 
@@ -194,7 +212,9 @@ def simulator(model: Optional[str] = None, cpus: Optional[Sequence[int]] = None,
         return start(cmd, env=env, ready_timeout_s=SIM_READY_TIMEOUT_S, url_from_stdout=True, cpus=cpus,
                      unset=unset)
 
+    t0 = time.monotonic()
     handle = fresh()
+    started_s = time.monotonic() - t0
     sim_env = {k: v for k, v in env.items() if k.startswith("GOODPUT_SIM_")}
 
     prov = {"engine": "pytest-goodput-sim", "engine_version": __version__}
@@ -210,6 +230,8 @@ def simulator(model: Optional[str] = None, cpus: Optional[Sequence[int]] = None,
         log_path=str(handle.log_path),
         _handle=handle,
         _start=fresh,
+        launches=1,
+        start_s=started_s,
     )
 
 

@@ -156,7 +156,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.update:
         # Recording reports unused baselines at the end even when no goodput test ran.
         _check_machine(config)
-        _session(config)
+        from pytest_goodput.plugin.recording import register
+
+        register(config, _session(config), lambda item: (_spec_args_key in item.stash, item.stash.get(_ab_key, None)))
 
 
 def _check_machine(config: pytest.Config) -> None:
@@ -307,6 +309,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     core = _core()
     if harness.measurement is None and harness.ab is None:
         harness.run()  # a bad spec or an engine that does not answer fails the test, named
+    if harness.pre_pass:  # an earlier recording session: judged with the last one
+        return result
     session = _session(item.config)
     location = item.location[:2] if item.location else None
     if harness.ab is not None:
@@ -338,7 +342,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         ascii_only = not core.supports_unicode(out)
         # A terminal gets a table that fits; a CI log keeps every column.
         width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
-        tr.write_line(core.render_summary(session.outcomes, width=width, ascii=ascii_only))
+        tr.write_line(core.render_summary(session.outcomes, width=width, ascii=ascii_only,
+                                           engines=session.engine_use()))
     missing = session.missing_baselines()
     if missing is not None:
         failing = session.missing_baselines_fail()

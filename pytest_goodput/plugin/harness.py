@@ -7,6 +7,7 @@ by the plugin after its body.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional, TextIO
 
 import pytest
@@ -52,6 +53,9 @@ class GoodputHarness:
         self._ab_options = ab_options or ABOptions()
         self.ab: Optional[ABMeasured] = None  # A/B mode: the rounds on base and head
         self.base_engine: Optional[Engine] = None
+        #: An earlier session of a session-major recording (plugin/recording.py): measured
+        #: and kept for the last session, not judged.
+        self.pre_pass = False
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
         args = {**self._marker_args, **overrides}
@@ -71,6 +75,7 @@ class GoodputHarness:
 
         # The runner counts over every repeat, sweep point and probe: progress only moves forward.
         bar = Progress(total=None, label=self._nodeid.rpartition("::")[2], stream=self._progress_stream)
+        t0 = time.monotonic()
         try:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
         except CaptureError as exc:  # capture=on where this engine cannot be captured
@@ -80,6 +85,7 @@ class GoodputHarness:
             return m
         finally:
             bar.close()
+            self._session.ledger.charge(self._nodeid, [eng], time.monotonic() - t0)
         pytest.fail(redact(f"pytest-goodput: {refused}"), pytrace=False)  # no exception chain
 
     def run(self, engine: Optional[Engine] = None, base: Optional[Engine] = None,
@@ -114,6 +120,8 @@ class GoodputHarness:
         planned = self._session.head_launches(self.spec)
         if planned > 1:
             measured = self._head_launches(engine, planned)
+        elif self._session.session_major:
+            measured = self._session_major(engine)
         else:
             sessions = self._session.sessions_to_record()
             measured = []
@@ -123,6 +131,25 @@ class GoodputHarness:
                 measured.append(self._valid_measurement(engine))
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
+
+    def _session_major(self, engine: Optional[Engine]) -> list[Measurement]:
+        """One session of a session-major recording: this launch's measurement, kept for the
+        last session (an earlier one), or judged with the kept ones (the last)."""
+        m = self._valid_measurement(engine)
+        kept = self._session.pre_recorded.setdefault(self._nodeid, [])
+        if self._session.recording_pass is not None:
+            kept.append(m)
+            self.pre_pass = True
+            return [m]
+        sessions = self._session.sessions_to_record()
+        measured = [*self._session.pre_recorded.pop(self._nodeid), m]
+        if len(measured) < sessions:
+            self.notes.append(f"{len(measured)} of {sessions} sessions measured: the test failed "
+                              "in an earlier session (it is recorded over those it passed)")
+        eng = engine or self._engine_getter()
+        if sessions > 1 and not eng.can_relaunch:
+            self._relaunch(engine, 1, sessions)  # says why the sessions share one process
+        return measured
 
     def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
         """The PR measured launch by launch, judged after each, until the test is decided or
@@ -162,9 +189,14 @@ class GoodputHarness:
                 raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
         stream, name = self._progress_stream, self._nodeid.rpartition("::")[2]
         say = (lambda line: stream.write(f"{name}: A/B {line}\n")) if stream is not None else None
-        self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
-                             max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
-                             say=say, exclusive=exclusive)
+        first = {id(e): e.launches for e in (self.base_engine, head)}
+        t0 = time.monotonic()
+        try:
+            self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
+                                 max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
+                                 say=say, exclusive=exclusive)
+        finally:
+            self._session.ledger.charge(self._nodeid, [self.base_engine, head], time.monotonic() - t0, first)
         self.engine = head
         note = receive_note([*self.ab.base_runs, *self.ab.head_runs])
         self.notes += [note] if note else []

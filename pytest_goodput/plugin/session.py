@@ -19,6 +19,7 @@ from pytest_goodput.judge.evidence import from_baseline
 from pytest_goodput.judge.judge import Policy, fails, metric_defs
 from pytest_goodput.judge.recording import outlier_notes, recording_outliers
 from pytest_goodput.load import ray_runtime
+from pytest_goodput.plugin.ledger import Ledger
 from pytest_goodput.plugin.settings import OPTIONS, Settings, in_ci
 from pytest_goodput.report.power_plan import plan_lines
 from pytest_goodput.run.affinity import ClientPlacement
@@ -27,6 +28,7 @@ from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.ab_options import ABOptions
+from pytest_goodput.schema.cost import EngineUse
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
@@ -54,6 +56,12 @@ class GoodputSession:
         self.kept_logs: list[str] = []  # engine logs kept after a failure, for the summary
         self.collected_nodeids: set[str] = set()
         self.collected_modules: set[str] = set()
+        self.ledger = Ledger()  # engine launches and seconds of load, per test
+        # Session-major recording (plugin/recording.py): the earlier session being run, if
+        # any, and each test's measurements from the earlier sessions.
+        self.session_major = False
+        self.recording_pass: Optional[int] = None
+        self.pre_recorded: dict[str, list[Measurement]] = {}
         ray_runtime.configure(settings.ray)  # this session's Ray address (None: a local runtime)
 
     # --- engines -------------------------------------------------------------------------
@@ -66,10 +74,10 @@ class GoodputSession:
             if refused is not None:  # CI, and no engine named: never the simulator unasked
                 pytest.fail(refused, pytrace=False)
             engine_cpus = self._cpus()[0]
-            self._engine = _started(lambda: select(
+            self._engine = self.ledger.track(_started(lambda: select(
                 url=s.url, serve=s.serve, model=s.model, api_key_env=s.api_key_env,
                 ready_timeout_s=s.ready_timeout, cpus=engine_cpus,
-            ))
+            )))
             self._place_client()
         elif not self._engine.running:  # stopped by an A/B test that ran one engine at a time
             self._engine = _started(lambda: _restarted(self._engine))
@@ -100,7 +108,7 @@ class GoodputSession:
         else:
             e = _started(lambda: eng.simulator(model, cpus=self._cpus()[0], **sim_knobs))
         self._place_client()
-        self._extra_engines.append(e)
+        self._extra_engines.append(self.ledger.track(e))
         return e
 
     def ab_options(self, marker: ABOptions) -> ABOptions:
@@ -112,6 +120,27 @@ class GoodputSession:
         return ABOptions(**base,
                          ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
                          ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds)
+
+    def ab_options_of(self, marker: Optional[ABOptions]) -> ABOptions:
+        """``ab_options`` of a marker that may name no A/B options at all."""
+        return self.ab_options(marker or ABOptions())
+
+    def next_recording_session(self) -> bool:
+        """Between two sessions of a session-major recording: relaunch every engine this
+        process started and still runs (the next session is a launch of its own). False when
+        the session's engine cannot be relaunched (attached by URL)."""
+        for e in self._extra_engines:
+            if e.can_relaunch and e.running:
+                e.relaunch()
+        if self._engine is None or not self._engine.can_relaunch:
+            return False
+        if self._engine.running:
+            self._engine.relaunch()
+        return True
+
+    def engine_use(self) -> EngineUse:
+        """The session's engine launches, the seconds starting them and of load."""
+        return self.ledger.engine_use(tests=len(self.outcomes))
 
     def base_engine(self, options: ABOptions, head: Engine) -> tuple[Engine, bool]:
         """The base engine these options name (started once per session and shared by tests)
@@ -144,7 +173,7 @@ class GoodputSession:
                 self._exclusive.add(key)
                 e = _started(start)
             self._place_client()
-            self._extra_engines.append(e)
+            self._extra_engines.append(self.ledger.track(e))
             self._base_engines[key] = e
             if s.ab_exclusive:
                 self._exclusive.add(key)
@@ -224,6 +253,7 @@ class GoodputSession:
         self.errors += errors
         self.written += gated.written
         self.skipped_writes += gated.skipped
+        gated.outcome.cost = self.ledger.test_cost(nodeid)
         self.outcomes.append(gated.outcome)
         if gated.outcome.error is None:
             self.measurements[nodeid] = m
@@ -251,6 +281,7 @@ class GoodputSession:
                           cwd=self.rootdir, location=location, notes=tuple(notes or ()))
         if s.update:
             outcome.notes.append("A/B test: compared with its base engine, no baseline recorded")
+        outcome.cost = self.ledger.test_cost(nodeid)
         self.outcomes.append(outcome)
         if measured.head_runs:
             self.measurements[nodeid] = measured.head

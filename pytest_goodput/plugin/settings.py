@@ -79,8 +79,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("scale", "multiply request counts and durations (e.g. 0.25 for a smoke run)", "float"),
     Option("hardware", "hardware label; baselines from other hardware are incomparable"),
     Option("history", "baseline sessions kept per test for run-to-run noise (default 10)", "int"),
-    Option("sessions", "sessions one --goodput-update-baseline records per test, relaunching the "
-           "engine in between when it started it (default 5)", "int"),
+    Option("sessions", "sessions one --goodput-update-baseline records, every test once per "
+           "session, relaunching the engine between sessions when it started it (default 5)", "int"),
     Option("head_launches", "gating: measure each test's PR side over up to this many engine "
            "launches (relaunched in between when the plugin started the engine), judged after "
            "each and stopped as soon as the test is decided; the marker's head_launches= wins "

@@ -9,6 +9,7 @@ from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 from pytest_goodput.report.github import append_step_summary, emit, in_github_actions
 from pytest_goodput.report.markdown import render_markdown
+from pytest_goodput.schema.cost import EngineUse
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
@@ -31,11 +32,17 @@ class ReportedSession(Protocol):
     measurements: Mapping[str, Measurement]
     rootdir: Path
 
+    def engine_use(self) -> EngineUse:
+        """The session's engine launches and seconds of load."""
 
-def session_json(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Measurement]) -> str:
-    """The ``--goodput-json`` document: every outcome with the runs behind it."""
-    doc = {
+
+def session_json(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Measurement],
+                 engines: Optional[EngineUse] = None) -> str:
+    """The ``--goodput-json`` document: every outcome with the runs behind it, and the
+    session's engine launches (``engines``, when counted)."""
+    doc: dict = {
         "schema_version": SESSION_SCHEMA_VERSION,
+        **({"engines": engines.model_dump(mode="json")} if engines is not None else {}),
         "tests": [
             {
                 "outcome": o.model_dump(mode="json"),
@@ -52,11 +59,12 @@ def write_session_reports(gs: ReportedSession, write: Callable[[str], None] = pr
     s = gs.settings
     if not gs.outcomes:
         return
+    engines = gs.engine_use()
     if s.json_path:
-        write_atomic(Path(s.json_path), session_json(gs.outcomes, gs.measurements))
+        write_atomic(Path(s.json_path), session_json(gs.outcomes, gs.measurements, engines))
     on_github = in_github_actions(os.environ)
     if s.report or on_github:
-        md = render_markdown(list(gs.outcomes))
+        md = render_markdown(list(gs.outcomes), engines=engines)
         if s.report:
             write_atomic(Path(s.report), md)
         if on_github:  # files go through write_atomic, which redacts; these two do not

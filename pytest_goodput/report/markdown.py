@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.judge.recording import OUTLIER_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
+from pytest_goodput.report.cost import cost_lines
 from pytest_goodput.report.engine_line import engine_line
 from pytest_goodput.report.md_context import details as env_details
 from pytest_goodput.report.md_context import questions_table, why_block
@@ -20,6 +21,7 @@ from pytest_goodput.report.mermaid import mermaid_xychart
 from pytest_goodput.report.shapes import UNREACHED
 from pytest_goodput.report.slices import slices_block
 from pytest_goodput.report.trend import trend_section
+from pytest_goodput.schema.cost import EngineUse
 from pytest_goodput.report.vocabulary import (
     FAILING,
     STATUSES,
@@ -182,11 +184,14 @@ def _cut_note(max_bytes: int, cuts: list[str]) -> str:
 
 
 def render_markdown(outcomes: list[TestOutcome], *, title: str = "pytest-goodput report",
-                    max_bytes: int = 1_000_000) -> str:
+                    max_bytes: int = 1_000_000, engines: Optional[EngineUse] = None) -> str:
     """The whole report; when over ``max_bytes``, cut details, then passing tests, and say so.
-    Its first line names the engine measured."""
+    Its first line names the engine measured; what the verdicts cost follows the summary."""
     ordered = sorted_outcomes(outcomes)
     head = [f"## {escape_cell(title)} — {engine_line(ordered, code_span, escape_cell)}", summary_line(ordered)]
+    cost = cost_lines(ordered, engines, name=code_span)
+    if cost:
+        head.append("**" + cost[0].replace(": ", ":** ", 1) + "".join(f"<br>\n{c.strip()}" for c in cost[1:]))
     rows = [_overview_row(o) for o in ordered]
     sections = [_section(o) for o in ordered]
     details = ["\n\n".join(d for d in (step_details(o), env_details(o)) if d) for o in ordered]

@@ -12,7 +12,9 @@ from typing import Optional, TextIO
 from tabulate import tabulate
 
 from pytest_goodput.judge.recording import OUTLIER_NOTE
+from pytest_goodput.report.cost import cost_lines
 from pytest_goodput.report.engine_line import engine_line
+from pytest_goodput.schema.cost import EngineUse
 from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline, saturation_headline
 from pytest_goodput.report.slices import slices_line
 from pytest_goodput.report.vocabulary import (
@@ -158,8 +160,10 @@ def _detail(o: TestOutcome, ascii: bool) -> list[str]:
     return lines
 
 
-def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, ascii: bool = False) -> str:
-    """One row per goodput test (its worst metric), then details of every test needing a look.
+def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, ascii: bool = False,
+                   engines: Optional[EngineUse] = None) -> str:
+    """One row per goodput test (its worst metric), what the verdicts cost (``engines``: the
+    session's launches), then details of every test needing a look.
 
     ``width`` (terminal columns) drops key-metric columns from the right, then shortens
     node ids, until the table fits.
@@ -181,6 +185,9 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
         limit = max(_MIN_NAME, longest - (_width_of(table) - width))
         table = _summary_table(ordered, columns, limit, ascii)
     parts = [engine_line(ordered) + "\n" + _headline(ordered), table]
+    cost = cost_lines(ordered, engines)
+    if cost:
+        parts.append("\n".join(cost))
     shapes = [f"{o.nodeid}: {line}" for o in ordered
               for line in (frontier_headline(o, "->" if ascii else "→"), saturation_headline(o),
                            capacity_headline(o, "->" if ascii else "→"),

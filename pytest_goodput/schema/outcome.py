@@ -11,6 +11,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_goodput.schema.ab_summary import ABSummary
+from pytest_goodput.schema.cost import TestCost
 from pytest_goodput.schema.history import Trend
 from pytest_goodput.schema.slices import Slices
 from pytest_goodput.schema.workload_check import WorkloadCheck
@@ -118,6 +119,8 @@ class TestOutcome(_Model):
     slices: Optional[Slices] = Field(
         None, description="time slices (slice_s=) of the current side's last run: metrics per window, "
         "where the steady state began, the degradation within the run")
+    cost: Optional[TestCost] = Field(
+        None, description="engine launches and seconds of load this test's measurements took")
 
     @property
     def status(self) -> str:

@@ -1,0 +1,85 @@
+"""What recording a baseline costs in engine launches: a 3-test suite on llama.cpp.
+
+Records ``--goodput-sessions`` sessions of three small goodput tests with the serve command
+wrapped by a shell that appends a line to a file per process it starts, so the count comes
+from the processes, not from the product. ``--tree DIR`` runs another checkout of the
+package (e.g. the release before session-major recording, exported with ``git archive``);
+by default this checkout. Prints the starts, the launches the product reports (when it
+reports them) and the wall time::
+
+    python bench/recording_launches.py
+    git archive dc9bc5c pytest_goodput | tar -x -C /tmp/before
+    python bench/recording_launches.py --tree /tmp/before
+
+Needs the ``llamacpp`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SUITE = '''
+import pytest
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=128, osl=16)
+def test_a():
+    pass
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=128, osl=24)
+def test_b():
+    pass
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=8, warmup_requests=1, isl=128, osl=32)
+def test_c():
+    pass
+'''
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent),
+                    help="directory holding the pytest_goodput package to run")
+    ap.add_argument("--sessions", type=int, default=5)
+    a = ap.parse_args(argv)
+    from pytest_goodput.engines.tinyllama import write_tiny_llama
+
+    with tempfile.TemporaryDirectory(prefix="goodput-launches-") as tmp:
+        work = Path(tmp)
+        model = write_tiny_llama(work / "tiny.gguf")
+        starts = work / "starts.log"
+        serve = shlex.join([sys.executable, "-m", "pytest_goodput.engines.llamacpp_server", "--model", model,
+                            "--port", "{port}", "--parallel", "2", "--threads", "1"])
+        counted = shlex.join(["sh", "-c", f"echo started >> {shlex.quote(str(starts))}; exec {serve}"])
+        (work / "test_three.py").write_text(SUITE)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [a.tree, os.environ.get("PYTHONPATH")]))}
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_three.py",
+                               "--goodput-update-baseline", f"--goodput-sessions={a.sessions}",
+                               f"--goodput-serve={counted}", "--goodput-json=out.json",
+                               "--goodput-engine-cpus=auto"],
+                              cwd=work, env=env, capture_output=True, text=True, check=False)
+        wall = time.monotonic() - t0
+        n = len(starts.read_text().splitlines()) if starts.exists() else 0
+        doc = json.loads((work / "out.json").read_text()) if (work / "out.json").exists() else {}
+        reported = doc.get("engines", {})
+        print(f"tree: {a.tree}")
+        print(f"3 tests x {a.sessions} sessions: {n} engine processes started; "
+              f"reported: {reported.get('launches', 'not reported')} launches, "
+              f"{reported.get('start_s', float('nan')):.1f} s starting; wall {wall:.1f} s")
+        print("pytest: " + (proc.stdout.strip().splitlines() or ["(no output)"])[-1])
+        for line in proc.stdout.splitlines():
+            if line.startswith("FAILED"):
+                print("  " + line[:300])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
