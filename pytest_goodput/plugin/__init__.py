@@ -157,6 +157,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # Recording reports unused baselines at the end even when no goodput test ran.
         _check_machine(config)
         _session(config)
+    elif getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
+        # An xdist controller collects nothing, and a usage error raised in a worker's collection
+        # ends as INTERNALERROR (exit 3): the controller checks the settings itself.
+        _check_machine(config)
 
 
 def _check_machine(config: pytest.Config) -> None:
