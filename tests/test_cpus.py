@@ -158,6 +158,18 @@ def test_bad_cpu_settings_are_usage_errors_naming_their_source(
     assert "Traceback" not in res.stderr.str()
 
 
+def test_under_xdist_a_bad_cpu_setting_is_a_usage_error_not_an_internal_error(
+        pytester: pytest.Pytester) -> None:
+    """xdist's controller collects nothing and its workers' usage errors read INTERNALERROR
+    (exit 3): the controller checks the setting itself."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_perf=PERF_TEST)
+    res = pytester.runpytest_subprocess("-n", "2", "--goodput-client-cpus=0,4096")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, res.stdout.str()
+    assert "--goodput-client-cpus: client CPUs 0,4096: CPU 4096 is not available" in res.stderr.str()
+    assert "INTERNALERROR" not in res.stdout.str() + res.stderr.str()
+
+
 def test_cpu_settings_come_from_the_ini_too(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_perf=PERF_TEST)
     pytester.makeini("[pytest]\ngoodput_engine_cpus = 9-1\n")

@@ -245,3 +245,25 @@ def test_chunk_count_is_a_lower_bound_and_never_proves_short_output() -> None:
     reads = stream((10, cmpl("a b c d")), (20, cmpl("e f g h")))
     r = to_record(exchange(reads), stream=True, api="completions", min_output_tokens=8)
     assert r.ok and r.output_tokens == 2 and r.token_count_source == "chunks"
+
+
+def test_a_tokenizer_with_encode_counts_as_the_python_api_documents() -> None:
+    """``run_scenario(tokenizer=...)`` takes a Hugging Face tokenizer (callable, but returning an
+    encoding) or any object with ``encode``: records count with it as with a counting function."""
+
+    class Words:
+        def __call__(self, text: str) -> dict:  # as a Hugging Face tokenizer: not a count
+            return {"input_ids": text.split()}
+
+        def encode(self, text: str, add_special_tokens: bool = True) -> list[str]:
+            return (["<s>"] if add_special_tokens else []) + text.split()
+
+    class Plain:  # an encode() without add_special_tokens
+        def encode(self, text: str) -> list[str]:
+            return text.split()
+
+    reads = stream((0, cmpl(" a b")), (40, cmpl(" c")), (100, cmpl(" d e f")))
+    for tokenizer in (Words(), Plain()):
+        r = to_record(exchange(reads), stream=True, api="completions", tokenizer=tokenizer)
+        assert (r.output_tokens, r.token_count_source) == (6, "tokenizer")
+        assert r.itl_ms == pytest.approx([40.0, 20.0, 20.0, 20.0])

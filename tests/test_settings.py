@@ -91,3 +91,26 @@ def test_in_ci_an_unnamed_engine_is_refused_with_the_three_ways_to_name_one():
     assert resolve({}, {}, {}).unnamed_engine({}) is None  # a developer's machine: the simulator
     assert resolve({"engine": "sim"}, {}, {}).unnamed_engine({"CI": "true"}) is None
     assert resolve({"url": "http://h:1"}, {}, {}).unnamed_engine({"CI": "true"}) is None
+
+
+def test_a_url_and_a_serve_command_the_stronger_source_wins():
+    s = resolve({"url": "http://127.0.0.1:8000/v1"}, {"serve": "vllm serve m --port {port}"}, {})
+    assert s.url == "http://127.0.0.1:8000/v1" and s.serve is None
+    s = resolve({"serve": "vllm serve m --port {port}"}, {"url": "http://127.0.0.1:8000/v1"}, {})
+    assert s.serve == "vllm serve m --port {port}" and s.url is None
+    s = resolve({}, {"url": "http://127.0.0.1:8000/v1"}, {"GOODPUT_SERVE": "vllm serve m --port {port}"})
+    assert s.url == "http://127.0.0.1:8000/v1" and s.serve is None
+
+
+@pytest.mark.parametrize("cli,ini,env,source", [
+    ({"url": "http://h:1", "serve": "x --port {port}"}, {}, {}, "--goodput-serve"),
+    ({}, {"url": "http://h:1", "serve": "x --port {port}"}, {}, "ini goodput_serve"),
+    ({}, {}, {"GOODPUT_URL": "http://h:1", "GOODPUT_SERVE": "x --port {port}"}, "environment GOODPUT_SERVE"),
+])
+def test_a_url_and_a_serve_command_from_one_source_is_an_error_naming_both(cli, ini, env, source):
+    with pytest.raises(SettingsError) as ei:
+        resolve(cli, ini, env)
+    message = str(ei.value)
+    assert message.startswith(f"{source}: ") and "attaches to another: name one" in message, message
+    url_source = source.replace("serve", "url").replace("SERVE", "URL")
+    assert f"launches an engine and {url_source} attaches" in message, message

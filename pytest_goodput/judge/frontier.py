@@ -78,12 +78,13 @@ def compare_frontiers(
     noise: Optional[NoiseFn] = None,
     x_tolerance: Optional[float] = None,
 ) -> FrontierComparison:
-    """Judge ``current`` at every baseline frontier point (see docs/frontiers.md).
+    """The step-lookup view: ``current`` read at every baseline frontier point (docs/frontiers.md).
 
-    Interactivity is measured too, so it is noisy: a current point counts as serving a
-    baseline point when its interactivity is at least the baseline's × (1 − ``x_tolerance``)
-    (default: ``tolerance``). Without this, a twin point measured 0.01 % less interactive
-    misses the step lookup and a same-engine rerun is reported as a regression.
+    The gate's verdict is :func:`compare_by_load`; this view is reported beside it. Interactivity
+    is measured too, so it is noisy: a current point counts as serving a baseline point when its
+    interactivity is at least the baseline's × (1 − ``x_tolerance``) (default 0.05). Without
+    this, a twin point measured 0.01 % less interactive misses the lookup and the view of a
+    same-engine rerun shows a regression.
 
     ``noise(point, side)`` gives a point's relative throughput half-width (e.g. from
     :func:`throughput_interval`); it is asked for each baseline point (side "baseline")

@@ -38,6 +38,7 @@ from pytest_goodput.measure.images import image_fields
 from pytest_goodput.measure.prefix_cache import cached_prompt_tokens
 from pytest_goodput.measure.reasoning import phase_tpot_ms, split_output
 from pytest_goodput.measure.sse import SSELimitError, SSEParser
+from pytest_goodput.measure.tokens import token_counter
 from pytest_goodput.schema.results import RequestRecord
 
 if TYPE_CHECKING:
@@ -276,7 +277,7 @@ def to_record(
     *,
     stream: bool,
     api: str,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Any = None,
     min_output_tokens: int | None = None,
     from_schedule: bool | None = None,
 ) -> RequestRecord:
@@ -288,6 +289,7 @@ def to_record(
     recognised whichever endpoint was called.
     """
     del api
+    tokenizer = token_counter(tokenizer)  # a counting function, or an object with encode()
     plan = ex.plan
     if from_schedule is None:
         from_schedule = plan.open_loop

@@ -86,8 +86,7 @@ def _harness_class() -> type["GoodputHarness"]:
 
 @dataclass
 class _Collected:
-    """Node ids seen at collection, kept here so that collecting costs no core import; the
-    session shares these sets (its unused-baseline check reads them)."""
+    """Node ids seen at collection (no core import); the unused-baseline check reads them."""
 
     nodeids: set[str] = field(default_factory=set)
     modules: set[str] = field(default_factory=set)
@@ -157,8 +156,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # Recording reports unused baselines at the end even when no goodput test ran.
         _check_machine(config)
         from pytest_goodput.plugin.recording import register
-
         register(config, _session(config), lambda item: (_spec_args_key in item.stash, item.stash.get(_ab_key, None)))
+    elif getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
+        # The xdist controller checks settings itself: a worker's usage error is an INTERNALERROR.
+        _check_machine(config)
 
 
 def _check_machine(config: pytest.Config) -> None:

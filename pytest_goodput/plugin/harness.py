@@ -90,14 +90,21 @@ class GoodputHarness:
 
     def run(self, engine: Optional[Engine] = None, base: Optional[Engine] = None,
             **overrides: Any) -> RunResult:
-        """Run the gated scenario (marker arguments, overridden by keywords) and return it.
+        """Measure the gated scenario (marker arguments, overridden by keywords); return its
+        headline run. Called once per test (a second call is an error); a marked test that
+        does not call it is measured after its body.
 
-        When recording a baseline, the scenario is measured once per session
-        (``--goodput-sessions``, relaunching the engine in between when this process started
-        it): the spread between sessions is the run-to-run noise later verdicts rest on.
-        With a base engine (``base=``, the marker's ``base_*`` or ``--goodput-base-*``) the
-        test runs in A/B mode instead: rounds on base and head (``engine`` or the session's
-        engine), no stored baseline; the head's last run is returned.
+        What is measured: the scenario's ``repeats`` in one session when gating; one session
+        per ``--goodput-sessions`` when recording a baseline (the engine relaunched in between
+        when this process started it: the spread between sessions is the run-to-run noise
+        later verdicts rest on); up to ``--goodput-head-launches`` launches when gating with
+        more than one. What is returned: the newest session's last repeat; for a sweep, its
+        highest-load point measured (the first past saturation when it stopped there); for a
+        capacity search, its last probe. ``goodput.measurement`` holds every run of the newest
+        session. With a base engine (``base=``, the marker's ``base_*`` or
+        ``--goodput-base-*``) the test runs in A/B mode instead: rounds on base and head
+        (``engine`` or the session's engine), no stored baseline; the head's last run is
+        returned.
         """
         if self.measurement is not None or self.ab is not None:
             raise RuntimeError(

@@ -276,8 +276,19 @@ class Settings:
                                    "pin that engine where it is started, or set only client CPUs")
 
     def _one_engine(self) -> None:
-        """``engine=sim`` and a URL or command both name the session's engine: the one from the
-        stronger source wins (command line > ini > environment); from one source, an error."""
+        """Two of a URL, a serve command and ``engine=sim`` name the session's engine: the one
+        from the stronger source wins (command line > ini > environment); from one source, an
+        error naming both, since neither can be said to be meant."""
+        if self.url and self.serve:
+            url, serve = _rank(self.sources.get("url")), _rank(self.sources.get("serve"))
+            if url == serve:
+                raise OutOfBoundsError("serve", f"launches an engine and {self.sources.get('url', 'url')} "
+                                       "attaches to another: name one (a URL attaches to a running "
+                                       "engine, a serve command launches one)")
+            if url < serve:
+                self.serve = None
+            else:
+                self.url = None
         if self.engine is None:
             return
         self.engine = str(self.engine).strip().lower()

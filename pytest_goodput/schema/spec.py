@@ -166,7 +166,8 @@ class ScenarioSpec(BaseModel):
     tolerance: Optional[float] = Field(None, ge=0, lt=1, description="tolerated relative change of "
                                        "every gated metric (else each metric's default)")
     interactivity_tolerance: float = Field(
-        0.05, ge=0, lt=1, description="sweeps: interactivity slack when matching frontier points"
+        0.05, ge=0, lt=1, description="sweeps: interactivity slack of the step-lookup view reported "
+        "beside the verdict; the verdict compares points at equal load and does not use it"
     )
     tolerances: dict[str, float] = Field(default_factory=dict, description="tolerated relative change "
                                          "per metric path, e.g. {'metrics.ttft_ms.p99': 0.15}")
