@@ -271,7 +271,7 @@ def goodput_engine_factory(request: pytest.FixtureRequest) -> Callable[..., "Eng
 @pytest.fixture
 def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
     """Run this test's goodput scenario: ``goodput.run(**overrides)`` returns the result."""
-    if _xdist_worker(request.config):
+    if hasattr(request.config, "workerinput"):  # an xdist worker
         pytest.fail(
             "goodput tests measure a shared engine and refuse to run under pytest-xdist; "
             "run them in their own invocation without -n (e.g. pytest -p no:xdist -m goodput)",
@@ -295,10 +295,6 @@ def _goodput_marked(request: pytest.FixtureRequest) -> None:
     """Give every marked test the ``goodput`` fixture even if it does not ask for it."""
     if _spec_args_key in request.node.stash:
         request.getfixturevalue("goodput")
-
-
-def _xdist_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
 
 
 @pytest.hookimpl(wrapper=True)
