@@ -6,15 +6,7 @@ by hand:
 - ``fast``: pure layers and fake clients; starts no process, no engine and no nested pytest
   session, so it runs in parallel: ``pytest tests -m fast -n auto``.
 - ``integration``: the simulator, pytester sessions, CLI subprocesses, llama.cpp, Ray, the
-  workflow; run serially after the fast tier: ``pytest tests -m "integration and not
-  timing_free"``.
-- ``timing_free`` (also ``integration``): a test that starts processes but no engine and
-  measures nothing (the CLI's usage errors, reports and histories read from files), so its
-  outcome cannot depend on the machine's load: ``pytest tests -m timing_free -n 2``. It is
-  assigned when the test asks for no engine fixture, no ``pytester`` and is not marked
-  ``real_selfcheck``, and neither its code (and the test-file helpers it reaches) nor its
-  parameters name something that measures (``ENGINE_NAMES``, a measuring CLI command). A
-  ``timing_free`` test whose child processes judge a run all the same fails, naming its group.
+  workflow; run serially after the fast tier: ``pytest tests -m integration``.
 
 A test is ``integration`` when it asks for a fixture that brings up a process or a nested
 session (``pytester``, ``sim_url``...), when its module is one of ``INTEGRATION_MODULES``, or
@@ -75,14 +67,6 @@ SPAWNING_NAMES = frozenset({
 #: names ``main`` and one of them runs an engine in this process.
 MEASURING_COMMANDS = frozenset({"run", "ab", "sim"})
 
-#: Names whose use measures or starts an engine (or a nested session that may): a test naming
-#: one is not ``timing_free``.
-ENGINE_NAMES = frozenset({
-    "simulator", "launch", "start_sim", "select", "attach", "measure", "run_scenario", "drive",
-    "ray", "runpytest", "runpytest_subprocess", "runpytest_inprocess", "inline_run", "runpython",
-    "sim_url", "slow_sim_url", "SIM", "cli_run", "run_plugin",
-})
-
 #: Modules whose every test is an integration test, whatever its code names: an engine, Ray
 #: or the workflow is what they are about.
 INTEGRATION_MODULES = frozenset({
@@ -114,57 +98,29 @@ def _ours(obj: Any) -> bool:
         return False
 
 
-def _names_one(obj: Any, seen: set[int], hit: Callable[[set[str], set[str]], bool]) -> bool:
-    """Whether ``obj`` (a function or class of the test files), or a helper, class or fixture
-    of the test files it names, uses names and strings for which ``hit`` is true."""
+def _spawns(obj: Any, seen: set[int]) -> bool:
+    """Whether ``obj`` (a function or class of the test files) names something that starts a
+    process, directly or through the helpers, classes and fixtures of the test files it names."""
     obj = inspect.unwrap(obj) if callable(obj) else obj
     if id(obj) in seen or not _ours(obj):
         return False
     seen.add(id(obj))
     if inspect.isclass(obj):
-        return any(_names_one(v, seen, hit) for v in vars(obj).values()
+        return any(_spawns(v, seen) for v in vars(obj).values()
                    if inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property)))
     if isinstance(obj, (staticmethod, classmethod)):
-        return _names_one(obj.__func__, seen, hit)
+        return _spawns(obj.__func__, seen)
     if isinstance(obj, property):
-        return any(_names_one(f, seen, hit) for f in (obj.fget, obj.fset) if f is not None)
+        return any(_spawns(f, seen) for f in (obj.fget, obj.fset) if f is not None)
     code = getattr(obj, "__code__", None)
     if code is None:
         return False
     names, strings = _code_names(code)
-    if hit(names, strings):
+    if names & SPAWNING_NAMES or ("main" in names and strings & MEASURING_COMMANDS):
         return True
     scope = getattr(obj, "__globals__", {})
-    return any(_names_one(scope[n], seen, hit) for n in names
+    return any(_spawns(scope[n], seen) for n in names
                if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n])))
-
-
-def _spawns(obj: Any, seen: set[int]) -> bool:
-    """Whether ``obj`` names something that starts a process (``SPAWNING_NAMES``, or ``main``
-    with a measuring command), directly or through the test files' helpers it names."""
-    return _names_one(obj, seen, lambda names, strings: bool(
-        names & SPAWNING_NAMES or ("main" in names and strings & MEASURING_COMMANDS)))
-
-
-def _measures(names: set[str], strings: set[str]) -> bool:
-    return bool(names & ENGINE_NAMES or strings & MEASURING_COMMANDS)
-
-
-def timing_free(item: pytest.Item) -> bool:
-    """An integration test that measures nothing, so may run in parallel (module docstring)."""
-    module = getattr(item, "module", None)
-    if module is None or module.__name__.rsplit(".", 1)[-1] in INTEGRATION_MODULES:
-        return False
-    if item.get_closest_marker("real_selfcheck") or INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return False
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    flat = {str(x) for v in params.values() for x in (v if isinstance(v, (list, tuple)) else (v,))}
-    if flat & MEASURING_COMMANDS or any(n in ENGINE_NAMES for n in params):
-        return False
-    seen: set[int] = set()
-    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    funcs = [d.func for defs in fixtures.values() for d in defs]
-    return not any(_names_one(f, seen, _measures) for f in [item.function, *funcs])  # type: ignore[attr-defined]
 
 
 def tier(item: pytest.Item) -> str:
@@ -186,8 +142,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         name = tier(item)
         item.add_marker(name)
-        if name == "integration" and timing_free(item):
-            item.add_marker("timing_free")
         if name == "fast" and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
 
@@ -240,23 +194,6 @@ def _selfcheck_passes(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     site = str(TESTS / "selfcheck_site")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p))
     monkeypatch.setenv("GOODPUT_TEST_SELFCHECK", "pass")
-
-
-@pytest.fixture(autouse=True)
-def _timing_free_measures_nothing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-                                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A ``timing_free`` test whose processes judge a run fails: it measured, so its outcome may
-    depend on the machine's load and it belongs to the serial tier. A self-check judged in a
-    process the test started (tests/fake_selfcheck.py) appends to the file this names."""
-    if request.node.get_closest_marker("timing_free") is None:
-        yield
-        return
-    log = tmp_path_factory.mktemp("measured") / "judged.txt"
-    monkeypatch.setenv(fake_selfcheck.MEASURED_ENV, f"{os.getpid()}:{log}")
-    yield
-    if log.exists() and log.read_text().strip():
-        pytest.fail(f"a timing_free test judged a run ({log.read_text().split()[0]}): it measures, so it "
-                    "runs serially; name what measures in tests/conftest.py (ENGINE_NAMES)", pytrace=False)
 
 
 # ---- the product's re-measures, counted per test ----

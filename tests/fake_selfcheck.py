@@ -15,7 +15,6 @@ subject is validity are marked ``real_selfcheck`` and use the real check.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -36,23 +35,12 @@ CLI = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}
        "from pytest_goodput.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
-#: ``<pid>:<file>`` (environment): a self-check judged in a process other than ``pid`` (one the
-#: test started: a measuring CLI or plugin run) appends its verdict's name to the file. Set by
-#: tests/conftest.py for ``timing_free`` tests, which must start no measurement; the test's own
-#: process may judge hand-built results (its measurements are found by name at collection).
-MEASURED_ENV = "GOODPUT_TEST_MEASURED"
-
-
 def passing(judge: Callable[..., Any]) -> Callable[..., Any]:
     """``judge`` with an invalid verdict turned valid, its reasons kept as notes."""
     if getattr(judge, "forced_valid", False):
         return judge
 
     def judged_valid(*args: Any, **kwargs: Any) -> Any:
-        pid, _, log = os.environ.get(MEASURED_ENV, "").partition(":")
-        if log and pid != str(os.getpid()):
-            with open(log, "a") as f:
-                f.write(f"{getattr(judge, '__name__', 'judge')}\n")
         health = judge(*args, **kwargs)
         if health.valid:
             return health
