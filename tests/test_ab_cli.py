@@ -47,10 +47,13 @@ def test_a_slowed_head_is_a_regression() -> None:
 
 def test_engines_that_cannot_run_together_run_one_at_a_time() -> None:
     # Both commands bind the same fixed port: the head cannot start beside the base, so the
-    # command stops the base and runs each side on a freshly started engine.
+    # command stops the base and runs each side on a freshly started engine. Every round starts
+    # two engines: three rounds (a +30 % head is decided at the first look), and the simulator's
+    # own module, which starts without the CLI's imports.
     port = free_port()
-    sim = f"{sys.executable} -m pytest_goodput sim --port {port}"
-    p = ab(*SMALL, "--base-serve", sim, "--head-serve", f"{sim} --slowdown 1.3", "--max-rounds", "4")
+    sim = f"{sys.executable} -m pytest_goodput.sim.server --port {port}"
+    p = ab(*SMALL, "--base-serve", sim, "--head-serve", f"{sim} --slowdown 1.3",
+           "--min-rounds", "3", "--max-rounds", "3")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "the head engine did not start beside the base (" in p.stderr  # the port was taken
     rows = {line.split("  ")[0]: line for line in p.stdout.splitlines()}

@@ -175,11 +175,13 @@ def test_frontier(goodput):
 
 def test_a_base_that_cannot_start_beside_the_head_runs_one_engine_at_a_time(pytester):
     # Both commands bind one fixed port: the base cannot start while the session's engine (the
-    # head) is up, so the gate stops the head and restarts each side before its run.
+    # head) is up, so the gate stops the head and restarts each side before its run. Every
+    # round starts two engines: three rounds, and the simulator's own module, which starts
+    # without the CLI's imports.
     port = free_port()
-    sim = f"{sys.executable} -m pytest_goodput sim --port {port}"
+    sim = f"{sys.executable} -m pytest_goodput.sim.server --port {port}"
     write(pytester, f"""
-@pytest.mark.goodput({SMALL}, ab_max_rounds=4)
+@pytest.mark.goodput({SMALL}, ab_min_rounds=3, ab_max_rounds=3)
 def test_decode(goodput):
     goodput.run()
 """)

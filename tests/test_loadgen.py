@@ -47,24 +47,34 @@ def test_closed_loop_never_exceeds_users():
 
 
 def test_closed_loop_duration_bound():
+    """No request is admitted once the window has closed. A user's request is planned when its
+    last one ended and admitted only while that moment is in the window, so every planned
+    time lies within ``duration_s`` of the first: exactly, on this machine's clock, whatever
+    its load. (How closely sends follow the window is a figure: bench/loadgen_timing.py.)"""
     c = FakeClient(0.01)
     spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=0.3)
-    t = time.perf_counter()
+    assert spec.requests is None  # only the window can end this run (pytest-timeout: a hang)
     out = fake_run(spec, c)
-    assert time.perf_counter() - t < 10.0  # ended by the window, not by running out of work
-    sent = [ex.sent_at for ex in out.exchanges]
-    assert max(sent) - min(sent) <= 0.3 + 0.05  # nothing issued after the window closed
-    assert len(out.exchanges) >= 10
+    planned = [ex.plan.scheduled_at for ex in out.exchanges]
+    assert max(planned) - min(planned) <= 0.3
+    assert len(out.exchanges) >= 2 and c.peak == 2  # both users sent inside the window
 
 
-def test_open_loop_ceiling_and_send_lag_includes_slot_wait():
+def test_open_loop_ceiling_and_send_lag_excludes_slot_wait():
+    """Waiting for a ceiling slot is the server's doing: the self-check's send lag starts when
+    the slot freed. Decided against the same run's lags from the schedule, not a wall-clock
+    limit (the send lag P99 on this machine is a figure: bench/loadgen_timing.py)."""
     c = FakeClient(0.05)
     spec = ScenarioSpec(scenario="server", rate=200, arrival="constant", requests=40, concurrency=3)
     out = fake_run(spec, c)
     assert c.peak == 3
-    lags = [ex.sent_at - ex.plan.scheduled_at for ex in out.exchanges]
-    assert max(lags) > 0.2  # queued behind the ceiling: 40 requests / 3 slots * 50 ms
-    assert out.check.health().send_lag_p99_ms < 20  # slot waits are not the client's fault
+    from_schedule = sorted((ex.sent_at - ex.plan.scheduled_at) * 1e3 for ex in out.exchanges)
+    # Queued behind the ceiling: the last of 40 requests (scheduled at 195 ms) waits for 13
+    # service times of 50 ms before its slot frees; asyncio never wakes a sleeper early.
+    assert from_schedule[-1] > 0.65e3 - 195
+    # Counted from the schedule, the slot waits would be the send lag's P99 itself.
+    counted = out.check.health().send_lag_p99_ms
+    assert counted < from_schedule[int(0.99 * (len(from_schedule) - 1))] / 2
 
 
 def test_open_loop_sends_at_schedule():
@@ -104,10 +114,10 @@ def test_unreachable_url_is_fast_and_clear():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    t = time.perf_counter()
     with pytest.raises(ConnectionError, match=f"cannot reach http://127.0.0.1:{port}/v1"):
         run_scenario(ScenarioSpec(scenario="offline", requests=2), f"http://127.0.0.1:{port}", "m")
-    assert time.perf_counter() - t < 6.0
+    # Fast: a refused connection is not retried until a timeout (the time it takes is a
+    # figure: bench/loadgen_timing.py; a hang meets pytest-timeout).
 
 
 def test_judge_thresholds():

