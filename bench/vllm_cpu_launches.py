@@ -20,7 +20,7 @@ their session values), and per gate run the verdicts, the change, the launches t
 (the plugin's note), the seconds of load and the wall time. Exits 1 when an unchanged run
 regressed or a slowed run was not caught.
 
-    python bench/vllm_cpu_launches.py --vllm-python VENV/bin/python     # about 20 minutes on 2 cores
+    python bench/vllm_cpu_launches.py --vllm-python VENV/bin/python     # 7-10 minutes on 2 cores
 """
 
 from __future__ import annotations
