@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 from scipy.stats import chi2
+from scipy.stats import t as t_dist
 import pytest
 
 from pytest_goodput import stats
@@ -309,6 +310,14 @@ def test_sessions_prediction_interval_hand_computed() -> None:
                            [run(gm)], paired=True)
     assert tight.verdict == "underpowered" and "more baseline sessions alone will not do" in tight.note
     assert "(at least 7.0% with 95% confidence)" in tight.note
+    # What would do: the PR measured over K launches against n sessions, the fewest K first,
+    # h = t(n − 1; 0.99) · s · √(1/K + 1/n) within 95 % of the tolerance (the data still decide
+    # alone: s exceeds the prior's 2 %, and no request-level noise).
+    need = next((k, m) for k in range(2, 21) for m in range(5, 26)
+                if math.expm1(t_dist.ppf(0.99, m - 1) * s * math.sqrt(1 / k + 1 / m)) < 0.06 * 0.95)
+    assert need == (2, 11)  # s = 2.55 %: 2.76 · 2.55 % · √(1/2 + 1/11) = 5.57 % (n = 10: 5.73 %)
+    assert (f"measure the PR over {need[0]} engine launches (--goodput-head-launches) against "
+            f"{need[1]} baseline sessions") in tight.note
 
 
 def test_repeats_of_one_session_are_one_session() -> None:

@@ -148,6 +148,44 @@ def half_width(within_sd: float, machine_sd: float, s: Optional[float], nu: int,
     return stats.t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(var)
 
 
+#: Most baseline sessions a suggestion to record more will name.
+MAX_SUGGESTED_SESSIONS = 20
+#: Most PR launches a suggestion will name (``--goodput-head-launches``' ceiling).
+MAX_SUGGESTED_LAUNCHES = 20
+
+
+def sessions_needed(within_sd: float, machine_sd: float, s: Optional[float], have: int,
+                    scale: str, direction: str, tolerance: float, confidence: float,
+                    prior_runs: float, day: Optional[DayTerm] = None, current_sessions: int = 1) -> Optional[int]:
+    """Baseline sessions that would bring the detectable change within the tolerance, at the
+    spread measured so far; None when no number of sessions would (the current session's
+    own spread remains)."""
+    for n in range(have + 1, have + MAX_SUGGESTED_SESSIONS + 1):
+        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day, current_sessions)
+        if detectable_change(scale, direction, h, 0.0) < tolerance * 0.95:
+            return n
+    return None
+
+
+def launches_needed(within_sd: float, machine_sd: float, s: Optional[float], have: int,
+                    scale: str, direction: str, tolerance: float, confidence: float,
+                    prior_runs: float, day: Optional[DayTerm] = None,
+                    current_sessions: int = 1) -> Optional[tuple[int, int]]:
+    """Where baseline sessions alone cannot do it (the PR's own launch is one draw of the
+    launch level): the fewest PR launches K, then baseline sessions n (at least ``have``), that
+    would bring the detectable change within the tolerance at the spread measured so far;
+    None when none would (the request-level or between-sitting share remains)."""
+    def within(k: int, n: int) -> bool:
+        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day, k)
+        return detectable_change(scale, direction, h, 0.0) < tolerance * 0.95
+
+    most = have + MAX_SUGGESTED_SESSIONS  # the detectable change shrinks with both K and n
+    for k in range(current_sessions + 1, MAX_SUGGESTED_LAUNCHES + 1):
+        if within(k, most):
+            return k, next(n for n in range(have, most + 1) if within(k, n))
+    return None
+
+
 def spread_df(within_sd: float, machine_sd: float, s: Optional[float], nu: int, sessions: int,
               prior_runs: float = PRIOR_RUNS, day: Optional[DayTerm] = None,
               current_sessions: int = 1) -> float:

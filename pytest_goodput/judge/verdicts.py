@@ -28,10 +28,12 @@ from pytest_goodput.judge.spread import (
     detectable_change,
     fmt_on_scale,
     half_width,
+    launches_needed,
     power_factor,
     prior_dominates,
     scale_of,
     session_spread,
+    sessions_needed,
     spread_df,
     z_of,
 )
@@ -56,8 +58,6 @@ CONFIDENCE = 0.98
 #: change must exceed the tolerance, given that it is estimated from a few sessions
 #: (docs/statistics.md, "Power"; chosen by measurement, docs/decisions.md).
 POWER_ALPHA = 0.05
-#: Most baseline sessions a suggestion to record more will name.
-MAX_SUGGESTED_SESSIONS = 20
 _UNBOUNDED = 1e9
 NOT_MEASURED = "not measured in baseline nor current run"
 
@@ -133,19 +133,6 @@ def decide(direction: str, change: float, interval: tuple[float, float], toleran
     if better and hi < -bound:
         return "improved"
     return "pass"
-
-
-def _sessions_needed(within_sd: float, machine_sd: float, s: Optional[float], have: int,
-                     scale: str, direction: str, tolerance: float, confidence: float,
-                     prior_runs: float, day: Optional[DayTerm] = None, current_sessions: int = 1) -> Optional[int]:
-    """Baseline sessions that would bring the detectable change within the tolerance, at the
-    spread measured so far; None when no number of sessions would (the current session's
-    own spread remains)."""
-    for n in range(have + 1, have + MAX_SUGGESTED_SESSIONS + 1):
-        h = half_width(within_sd, machine_sd, s, n - 1, n, confidence, prior_runs, day, current_sessions)
-        if detectable_change(scale, direction, h, 0.0) < tolerance * 0.95:
-            return n
-    return None
 
 
 def compare_metric(
@@ -335,9 +322,13 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     # the request count (0 failures in 300 cannot prove a rate below ~1.5 %), so it is never
     # called underpowered — the max_error_rate SLO is what holds it to a limit.
     if verdict in ("pass", "inconclusive") and at_least > defn.tolerance and can_be_underpowered:
-        need = _sessions_needed(within_worse, machine, s, sessions, scale, defn.direction,
-                                defn.tolerance, confidence, prior_runs, day, k) if math.isfinite(within_worse) else None
+        args = (within_worse, machine, s, sessions, scale, defn.direction, defn.tolerance, confidence, prior_runs, day, k)
+        need = sessions_needed(*args) if math.isfinite(within_worse) else None
+        more = launches_needed(*args) if math.isfinite(within_worse) and not need else None
         fix = (f"record {need - sessions} more baseline session(s) ({need} in all)" if need
+               else f"more baseline sessions alone will not do: measure the PR over {more[0]} engine "
+                    f"launches (--goodput-head-launches) against {more[1]} baseline sessions, use A/B "
+                    "mode (base and head in one job) or a larger tolerance" if more
                else "more baseline sessions alone will not do: use more requests, A/B mode "
                     "(base and head in one job) or a larger tolerance")
         if day is not None and not need:
