@@ -155,16 +155,18 @@ class GoodputHarness:
             self.base_engine = base
         else:
             self.base_engine, exclusive = self._session.base_engine(options, head)
-        if exclusive:
+        relaunch = bool(options.ab_relaunch)
+        if exclusive or relaunch:
             try:
-                check_exclusive(self.base_engine, head)
+                check_exclusive(self.base_engine, head, "one engine at a time" if exclusive
+                                else "ab_relaunch (relaunching each round)")
             except ValueError as exc:
                 raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
         stream, name = self._progress_stream, self._nodeid.rpartition("::")[2]
         say = (lambda line: stream.write(f"{name}: A/B {line}\n")) if stream is not None else None
         self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
                              max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
-                             say=say, exclusive=exclusive)
+                             say=say, exclusive=exclusive, relaunch=relaunch)
         self.engine = head
         note = receive_note([*self.ab.base_runs, *self.ab.head_runs])
         self.notes += [note] if note else []

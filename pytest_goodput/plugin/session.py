@@ -111,7 +111,8 @@ class GoodputSession:
         base = ({k: getattr(marker, k) for k in session} if marker.has_base else session)
         return ABOptions(**base,
                          ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
-                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds)
+                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds,
+                         ab_relaunch=marker.ab_relaunch if marker.ab_relaunch is not None else s.ab_relaunch)
 
     def base_engine(self, options: ABOptions, head: Engine) -> tuple[Engine, bool]:
         """The base engine these options name (started once per session and shared by tests)
