@@ -72,7 +72,7 @@ def _launch(w: Workload, rng: np.random.Generator, cv: float, effect: float, rep
 
 
 def judge_trial(t: int, cv: float, effect: float, planned: int, sessions: int, repeats: int,
-                requests: int, hr: HeadRule) -> tuple[bool, int]:
+                requests: int, confidence: float, hr: HeadRule) -> tuple[bool, int]:
     """One gated test on hand-built runs through the gate's judge: (it failed, launches)."""
     rng = np.random.default_rng([20261202, t, int(cv * 1000), sessions])
     w = Workload.draw(requests, t)
@@ -82,7 +82,7 @@ def judge_trial(t: int, cv: float, effect: float, planned: int, sessions: int, r
     arm_rng = np.random.default_rng([20261203, t, int(cv * 1000), int(effect * 1000)])
     while True:
         head.append(_launch(w, arm_rng, cv, effect, repeats))
-        out, decided = judge_look("t::x", evidence(sp, head), base, Policy(), planned, rule=hr)
+        out, decided = judge_look("t::x", evidence(sp, head), base, Policy(confidence=confidence), planned, rule=hr)
         if decided or len(head) >= planned:
             return fails(out, Policy()), len(head)
 
@@ -113,18 +113,18 @@ def _outcome(base: np.ndarray, cur: np.ndarray, confidence: float, k_as: int, re
 
 
 def levels_trial(t: int, cv: float, effect: float, planned: int, sessions: int, repeats: int,
-                 requests: int, hr: HeadRule) -> tuple[bool, int]:
+                 requests: int, confidence: float, hr: HeadRule) -> tuple[bool, int]:
     """One gated test on the levels model, through the same looks and stopping: (failed, launches)."""
     rng = np.random.default_rng([20261202, t, int(cv * 1000), sessions])
     base = _session_values(rng, sessions, cv, 1.0, repeats)
     arm_rng = np.random.default_rng([20261203, t, int(cv * 1000), int(effect * 1000)])
     cur = _session_values(arm_rng, planned, cv, effect, repeats)
     for k in range(1, planned + 1):
-        lk = look(k, planned, sessions, rule=hr)
+        lk = look(k, planned, sessions, confidence, rule=hr)
         at_regress = _outcome(base, cur[:k], lk.regress_confidence, k, repeats)
         if planned == 1:
             return bool(at_regress.regressed), 1
-        last = look(planned, planned, sessions, rule=hr)
+        last = look(planned, planned, sessions, confidence, rule=hr)
         at_clear = _outcome(base, cur[:k], lk.clear_confidence, k, repeats)
         futile = out_of_reach(_outcome(base, cur[:k], last.clear_confidence, planned, repeats))
         if futile and hr.futility < 1.0:
@@ -168,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--effect", type=float, default=1.2, help="the regression arm's slowdown")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--requests", type=int, default=240)
+    ap.add_argument("--confidence", type=float, default=0.98,
+                    help="the gate's two-sided confidence (0.98: 1 %% one-sided per metric)")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
     ints = lambda text: [int(x) for x in text.split(",")]  # noqa: E731
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                     for rule_text in (args.rules.split(",") if planned > 1 else ["single"]):
                         r = "pocock:pocock@1" if rule_text == "single" else rule_text
                         cells = [_cell(pool.map(trial, [(args.model, t, cv, effect, planned, sessions, args.repeats,
-                                                         args.requests, r) for t in range(n)], chunksize=20))
+                                                         args.requests, args.confidence, r) for t in range(n)], chunksize=20))
                                  for effect, n in ((1.0, args.aa_trials), (args.effect, args.trials))]
                         print(f"| {cv:.0%} | {sessions} | {planned} | {rule_text} | {cells[0]} | {cells[1]} |",
                               flush=True)
