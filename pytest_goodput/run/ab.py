@@ -177,7 +177,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
                 result.notes.append(exclusive_note(starts))
             elif restarts:
                 result.notes.append(relaunch_note(restarts))
-            elif len(rounds) > 1 and base.can_relaunch and head.can_relaunch:
+            elif len(rounds) > 1 and all(getattr(e, "can_relaunch", False) for e in (base, head)):
                 result.notes.append(SHARED_LAUNCH_NOTE)
             return result
 
