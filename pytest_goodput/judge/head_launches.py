@@ -14,14 +14,17 @@ share is common to every look). Two decisions end the test early, on two budgets
 does (``judge/stopping.py``):
 
 - *regressed* at look k: the verdict rule at two-sided confidence 1 − 2·α_k, α_k the look's
-  nominal one-sided level of the gate's α = (1 − confidence)/2 spent Pocock-like;
+  nominal one-sided level of the gate's α = (1 − confidence)/2, spent late
+  (O'Brien–Fleming-like: the last look keeps most of it);
 - *cleared*: the interval's worse end within the tolerance at one-sided level γ_k, the
-  look's share of ``CLEAR_ALPHA`` (a change of the tolerance's size let through at most that
-  often), for every gated metric.
+  look's share of ``CLEAR_ALPHA`` spent evenly (Pocock-like: an unchanged engine is let go
+  early), for every gated metric.
 
 The test is decided when a gated metric is regressed (it fails whatever the others read) or
-every gated metric is cleared; otherwise the next launch is measured, and the last look's
-verdicts stand as the gate's. ``docs/statistics.md`` ("Head launches") has the derivation.
+every gated metric is cleared or futile: no remaining launch could clear it and its
+conditional power to regress by the last look is below ``HeadRule.futility``. Otherwise the
+next launch is measured, and the last look's verdicts stand as the gate's.
+``docs/statistics.md`` ("Head launches") has the derivation.
 """
 
 from __future__ import annotations
