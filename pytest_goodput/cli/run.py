@@ -28,6 +28,7 @@ FLAG_FIELDS = {
     "warmup_seconds": "warmup_s",
     "trace_start": "trace_start_s",
     "think_time": "think_time_s",
+    "slice_duration": "slice_s",
 }
 SPEC_FLAGS = (
     ("--scenario", str, "offline | server | interactive | concurrency | sweep | capacity | trace"),
@@ -63,6 +64,8 @@ SPEC_FLAGS = (
                             "every record (default 2000000)"),
     ("--capture", str, "off | auto | on: receive times from a packet capture (docs/capture.md)"),
     ("--repeats", int, "run the scenario this many times"),
+    ("--slice-duration", float, "time slices: metrics per window of this many seconds, where the "
+                                "steady state began, the degradation within the run (off by default)"),
     # multi-turn conversations and shared prefixes (docs/workloads.md)
     ("--turns", int, "requests per conversation (chat, concurrency scenario)"),
     ("--think-time", float, "mean seconds between a conversation's turns"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from pytest_goodput.measure.degradation import from_summary as degradation_from_summary
+from pytest_goodput.measure.degradation import session_degradation
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.headline import key_metrics, measurement_metrics
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
@@ -46,7 +48,12 @@ def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
         capacities=[m.capacity] if m.capacity is not None else [],
         saturation_steps=[_step(frontier.get("saturation"))],
         saturation=frontier.get("saturation"),
+        degradation=[_degradation(m.runs)],
     )
+
+
+def _degradation(runs: list[RunResult]) -> dict[str, tuple[float, Optional[float]]]:
+    return session_degradation([r.slices for r in runs])
 
 
 def _step(saturation: Optional[dict]) -> Optional[float]:
@@ -61,6 +68,7 @@ def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
     last.history = [samples_of(m.runs) for m in ms]
     last.saturation_steps = [_step((m.frontier or {}).get("saturation")) for m in ms]
     last.results = [r for m in ms for r in m.runs]
+    last.degradation = [_degradation(m.runs) for m in ms]
     return last
 
 
@@ -73,7 +81,8 @@ def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Ev
     spec = runs[0].spec
     return Evidence(spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)],
                     env=env, summary=key_metrics(runs[-1]), results=list(runs),
-                    recorded_at=[runs[-1].measured_at], client_cpus=[_cpu(env)])
+                    recorded_at=[runs[-1].measured_at], client_cpus=[_cpu(env)],
+                    degradation=[_degradation(runs)])
 
 
 def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evidence:
@@ -95,6 +104,7 @@ def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evi
         capacity=latest.capacity if latest else None,
         capacities=[run.capacity for run in doc.runs if run.capacity is not None],
         saturation_steps=[run.summary.get("sweep.saturation_step") for run in doc.runs],
+        degradation=[degradation_from_summary(run.summary) for run in doc.runs],
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from pytest_goodput.judge.capacity import capacity_comparison
+from pytest_goodput.judge.degradation import degradation_comparison
 from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
@@ -24,7 +25,7 @@ from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.evidence import Evidence
 from pytest_goodput.schema.frontier import FrontierPoint
 from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
-from pytest_goodput.schema.registry import default_gate, tolerance_for
+from pytest_goodput.schema.registry import DEGRADATION, default_gate, tolerance_for
 from pytest_goodput.schema.spec import ScenarioSpec
 
 
@@ -46,9 +47,20 @@ class Policy:
 
 
 def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -> list[MetricDef]:
-    """The gated metrics with their direction and tolerance (see ``registry.tolerance_for``)."""
+    """The gated metrics judged from per-request samples, with their direction and tolerance
+    (see ``registry.tolerance_for``); degradation within the run is judged on its own
+    (:func:`degradation_comparisons`)."""
     return [MetricDef.of(path, tolerance_for(spec, path, default_tolerance))
-            for path in spec.gate or default_gate(spec)]
+            for path in spec.gate or default_gate(spec) if path not in DEGRADATION]
+
+
+def degradation_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence,
+                            policy: Policy) -> list[MetricComparison]:
+    """The gated degradation metrics (time slices), against the baseline sessions' own."""
+    rows = (degradation_comparison(path, baseline.degradation, current.degradation,
+                                   tolerance_for(spec, path, policy.tolerance), policy.confidence)
+            for path in spec.gate or default_gate(spec) if path in DEGRADATION)
+    return [r for r in rows if r is not None]
 
 
 def _shape_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence,
@@ -112,6 +124,7 @@ def judge(
         key_metrics=current.summary,
         current_env=current.env.flat() if current.env is not None else {},
         frontier=frontier,
+        slices=results[-1].slices if judged_alone else None,
     )
     if not policy.compare:
         return outcome
@@ -149,6 +162,7 @@ def judge(
                           current_sessions=policy.current_sessions or max(1, len(current.history)))
     comparisons = [_with_noise(c, baseline) for c in comparisons]
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
+    extra += degradation_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = {**frontier, "baseline": baseline.frontier, "comparison": frontier_cmp}
     return outcome.model_copy(

@@ -30,6 +30,7 @@ from pytest_goodput.measure.record import to_record
 from pytest_goodput.measure.retime import think_time_note
 from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
 from pytest_goodput.measure.sketched import summarize_part
+from pytest_goodput.measure.slices import run_slices
 from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
 
@@ -91,7 +92,7 @@ def run_scenario(
     plans = (ex.plan for ex in out.exchanges) if sk is None else iter(sk.plans)
     fingerprint = prompt_set(spec, plans, unsalted_prompts(spec, tokenizer, dataset))
     update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps,
-                              "measured_at": started}
+                              "measured_at": started, "slices": run_slices(result)}
     note = think_time_note(stamps) if spec.scenario == "concurrency" else None
     if note:
         update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, note]})

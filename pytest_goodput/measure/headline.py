@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from pytest_goodput.measure.degradation import session_degradation, to_summary
 from pytest_goodput.schema.measurement import Measurement
 from pytest_goodput.schema.registry import (
     CHUNK_KEY_METRICS,
@@ -52,4 +53,5 @@ def measurement_metrics(m: Measurement) -> dict[str, Optional[float]]:
             if sat.get("began_at") is not None:
                 out["sweep.saturation_load"] = float(sat["began_at"])
         return out
-    return key_metrics(m.result)
+    # Time slices: the session's degradation within the run, which later sessions are held to.
+    return {**key_metrics(m.result), **to_summary(session_degradation([r.slices for r in m.runs]))}

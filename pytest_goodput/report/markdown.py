@@ -18,6 +18,7 @@ from pytest_goodput.report.md_shapes import capacity_block, frontier_block, step
 from pytest_goodput.report.mdtable import code_span, escape_cell, table
 from pytest_goodput.report.mermaid import mermaid_xychart
 from pytest_goodput.report.shapes import UNREACHED
+from pytest_goodput.report.slices import slices_block
 from pytest_goodput.report.trend import trend_section
 from pytest_goodput.report.vocabulary import (
     FAILING,
@@ -158,7 +159,8 @@ def _section(o: TestOutcome) -> str:
         parts.append(trend_section(o.trends))
     if o.slos:
         parts.append(_slo_table(o))
-    for block in (why_block(o), frontier_block(o, _load_mermaid()) if o.frontier else "", capacity_block(o)):
+    for block in (why_block(o), frontier_block(o, _load_mermaid()) if o.frontier else "", capacity_block(o),
+                  slices_block(o)):
         if block:
             parts.append(block)
     if o.what_changed:

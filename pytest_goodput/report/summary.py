@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 from tabulate import tabulate
 
 from pytest_goodput.measure.sketched import sketch_note
+from pytest_goodput.report.slices import degradation_text, steady_text
 from pytest_goodput.schema.results import Distribution, ReceiveTimestamps, RunResult
 
 
@@ -101,4 +102,21 @@ def render_result(result: RunResult) -> str:
                     for c in result.percentile_slos]
         out.append(tabulate(slo_rows, headers=["SLO", "limit", "value", "status", "proven (99%)"],
                             tablefmt="simple", disable_numparse=True))
+    if result.slices is not None:
+        out.append(slices_text(result))
     return "\n\n".join(out)
+
+
+def slices_text(result: RunResult) -> str:
+    """The run's time slices as a table, with where the steady state began and the degradation."""
+    s = result.slices
+    assert s is not None
+    head = f"time slices: {len(s.slices)} x {s.slice_s:g} s, {steady_text(s)} ({s.steady_note})"
+    deg = degradation_text(s)
+    rows = [[str(i + 1), f"{x.start_s:g}", f"{x.seconds:g}", str(x.completed), str(x.failed),
+             _f(x.output_tokens_per_s), _f(x.ttft_ms_p50, 2), _f(x.tpot_ms_p50, 2),
+             "steady from here" if i == s.steady_from else ("too few requests" if x.too_few else "")]
+            for i, x in enumerate(s.slices)]
+    table = tabulate(rows, headers=["slice", "start s", "s", "ok", "failed", "out tok/s",
+                                    "TTFT p50", "TPOT p50", ""], tablefmt="simple", disable_numparse=True)
+    return "\n".join([head, *([deg] if deg else []), table])

@@ -14,6 +14,7 @@ from tabulate import tabulate
 from pytest_goodput.judge.recording import OUTLIER_NOTE
 from pytest_goodput.report.engine_line import engine_line
 from pytest_goodput.report.shapes import UNREACHED, capacity_headline, frontier_headline, saturation_headline
+from pytest_goodput.report.slices import slices_line
 from pytest_goodput.report.vocabulary import (
     NOTEWORTHY,
     STATUSES,
@@ -182,7 +183,8 @@ def render_summary(outcomes: list[TestOutcome], width: Optional[int] = None, asc
     parts = [engine_line(ordered) + "\n" + _headline(ordered), table]
     shapes = [f"{o.nodeid}: {line}" for o in ordered
               for line in (frontier_headline(o, "->" if ascii else "→"), saturation_headline(o),
-                           capacity_headline(o, "->" if ascii else "→"))
+                           capacity_headline(o, "->" if ascii else "→"),
+                           slices_line(o, "->" if ascii else "→"))
               if line]
     if shapes:
         parts.append("\n".join(shapes))

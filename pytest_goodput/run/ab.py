@@ -1,11 +1,18 @@
 """A/B mode: a spec against a base and a head engine in one job, round by round.
 
-Each round runs the spec once on each engine (a sweep: every point of it), in the order ``judge.ab.round_order`` draws
+Each round runs the spec once on each engine (a sweep: every point of it up to where the
+first round found saturation), in the order ``judge.ab.round_order`` draws
 for it (a fair coin per round from the seed: ABBA-like, so neither engine always runs
 first on a warmer or colder machine). Both sides replay the same spec, so the same prompts
 and schedule. A run the client set the pace of is measured once more; still invalid, the
 round is dropped (and counted). The pure judge looks after each round and says when the
 answer is known.
+
+A sweep stops past saturation as a single sweep does (``saturation_stop``, default on): in
+the first round each side climbs until its own first point past saturation
+(``measure.saturation``), the second side at least as far as the first, and the first side
+then measures any point the second went beyond; every later round measures those loads only
+(both sides the same points, so they pair), and the loads above are named as skipped.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pytest_goodput.judge.ab import (
 from pytest_goodput.judge.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.measure.saturation import point_saturation
 from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import point_spec, run_once, valid_once
 from pytest_goodput.schema.ab import ABResult, ABRound
@@ -62,6 +70,30 @@ def _side(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: 
     kind = "rate" if spec.sweep_over == "rate" else "concurrency"
     return [valid_once(f"{name} {kind} {v:g}", notes, lambda v=v: run(point_spec(spec, v), engine))
             for v in spec.sweep]
+
+
+def _climb(name: str, spec: ScenarioSpec, engine: Engine, notes: list[str], run: RunFn,
+           at_least: int, have: Optional[list[RunResult]] = None) -> list[RunResult]:
+    """A sweep's points in order until one at index ``at_least`` or above is past saturation
+    (``have``: the points already measured, continued from)."""
+    assert spec.sweep is not None
+    kind = "rate" if spec.sweep_over == "rate" else "concurrency"
+    runs = list(have or [])
+    for i in range(len(runs), len(spec.sweep)):
+        v = spec.sweep[i]
+        runs.append(valid_once(f"{name} {kind} {v:g}", notes, lambda v=v: run(point_spec(spec, v), engine)))
+        if i >= at_least and point_saturation(spec, runs, i).past:
+            break
+    return runs
+
+
+def skipped_note(spec: ScenarioSpec, measured: int) -> str:
+    """What the first round's saturation left out of every round."""
+    assert spec.sweep is not None
+    kind = "rate" if spec.sweep_over == "rate" else "concurrency"
+    skipped = ", ".join(f"{v:g}" for v in spec.sweep[measured:])
+    return (f"A/B sweep stopped past saturation: both sides saturated by {kind} "
+            f"{spec.sweep[measured - 1]:g} in the first round; every round skipped {kind} {skipped}")
 
 
 def check_exclusive(base: Engine, head: Engine, what: str = "one engine at a time") -> None:
@@ -136,6 +168,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
     measured = with_error_rate(defs)  # the error rate is compared whatever the gate names
     seed = spec.seed if seed is None else seed
     rounds: list[ABRound] = []
+    full = spec  # a sweep past saturation: ``spec`` becomes its measured loads after round 1
     while True:
         r = len(rounds) + 1
         order = round_order(seed, r)
@@ -147,10 +180,22 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             restarts.append(_relaunched(base, head))
         if say is not None:
             say(f"round {r}: {sides[0]}, then {sides[1]}")
+        climb = r == 1 and spec.sweep is not None and spec.saturation_stop
         for side in sides:
             if exclusive:
                 starts.append(_alone(engines[side], engines["head" if side == "base" else "base"]))
-            runs[side] = _side(f"round {r} {side}", spec, engines[side], notes, run)
+            runs[side] = (_climb(f"round {r} {side}", spec, engines[side], notes, run,
+                                 at_least=len(runs[sides[0]]) - 1 if runs else 0)
+                          if climb else _side(f"round {r} {side}", spec, engines[side], notes, run))
+        if climb and len(runs[sides[0]]) < len(runs[sides[1]]):  # the second side climbed higher
+            if exclusive:
+                starts.append(_alone(engines[sides[0]], engines[sides[1]]))
+            runs[sides[0]] = _climb(f"round {r} {sides[0]}", spec, engines[sides[0]], notes, run,
+                                    at_least=len(runs[sides[1]]) - 1, have=runs[sides[0]])
+        if climb and spec.sweep is not None and len(runs[sides[1]]) < len(spec.sweep):
+            full, measured_points = spec, len(runs[sides[1]])
+            spec = spec.model_copy(update={"sweep": spec.sweep[:measured_points]})
+            notes.append(skipped_note(full, measured_points))
         bad = [s for s in sides if not all(x.client.valid for x in runs[s])]
         if bad:
             reasons = "; ".join(x for s in bad for run_ in runs[s] for x in run_.client.reasons) \
@@ -173,6 +218,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             say(f"round {r} dropped: {rounds[-1].dropped}")
         if stop:
             result.notes += [n for x in rounds for n in x.notes]
+            result = result.model_copy(update={"spec": full}) if full is not spec else result
             if starts:
                 result.notes.append(exclusive_note(starts))
             elif restarts:

@@ -36,6 +36,9 @@ class Evidence:
     saturation_steps: list[Optional[float]] = field(default_factory=list)
     saturation: Optional[dict[str, Any]] = None  # the newest session's saturation record (sweeps)
     capacities: list[dict[str, Any]] = field(default_factory=list)  # every session's, oldest first
+    #: Each session's degradation within the run (time slices): metric path → (value, its
+    #: within-run SD or None), oldest first; empty dicts for sessions without slices.
+    degradation: list[dict[str, tuple[float, Optional[float]]]] = field(default_factory=list)
     #: When each session was recorded (ISO 8601) and on which client CPU; None when unknown
     #: (the judge then takes the run for a sitting of its own, judge/sittings.py).
     recorded_at: list[Optional[str]] = field(default_factory=list)

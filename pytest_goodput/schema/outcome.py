@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_goodput.schema.ab_summary import ABSummary
 from pytest_goodput.schema.history import Trend
+from pytest_goodput.schema.slices import Slices
 from pytest_goodput.schema.workload_check import WorkloadCheck
 
 Verdict = Literal["pass", "improved", "regressed", "inconclusive", "underpowered", "new", "incomparable"]
@@ -121,6 +122,9 @@ class TestOutcome(_Model):
         None, description="did baseline and current run the same workload (prompts, output lengths)")
     ab: Optional[ABSummary] = Field(
         None, description="A/B mode: the base engine (the 'baseline' side) and the rounds behind the verdicts")
+    slices: Optional[Slices] = Field(
+        None, description="time slices (slice_s=) of the current side's last run: metrics per window, "
+        "where the steady state began, the degradation within the run")
 
     @property
     def status(self) -> str:

@@ -19,9 +19,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Direction = Literal["higher", "lower"]
 #: How a metric's sampling noise is modelled (``docs/statistics.md``): a binomial proportion,
-#: a count over a window, an order statistic, a mean, or a whole-measurement shape (a
-#: frontier or a capacity, judged by their own comparisons).
-Kind = Literal["proportion", "rate", "percentile", "mean", "shape"]
+#: a count over a window, an order statistic, a mean, a whole-measurement shape (a
+#: frontier or a capacity, judged by their own comparisons), or a change within one run
+#: (time slices, judged against its own slice-to-slice noise: ``judge/degradation.py``).
+Kind = Literal["proportion", "rate", "percentile", "mean", "shape", "within_run"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ DEFAULT_TOLERANCE = 0.05
 #: quiet machine, amplified near the knee), so its percentiles and mean get a prior of
 #: their own (docs/decisions.md).
 RUN_CV: dict[str, float] = {"proportion": 0.015, "rate": 0.015, "percentile": 0.02, "mean": 0.02,
-                            "shape": 0.03}
+                            "shape": 0.03, "within_run": 0.0}
 RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.03, "ttfo_ms": 0.03, "ttft_later_ms": 0.03}
 #: Prior CV between sittings (docs/statistics.md, "Sittings"): how far a whole recording's
 #: level moves on another day, machine or boot of the same hardware class — what sessions
@@ -76,7 +77,7 @@ RUN_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.03, "ttfo_ms": 0.03, "ttft_l
 #: the engine's scheduling, which moved the example suite's P99 TTFT by 8-20 % between two
 #: machines of one kind (an SD near 8 % per sitting; docs/decisions.md).
 DAY_CV: dict[str, float] = {"proportion": 0.01, "rate": 0.01, "percentile": 0.01, "mean": 0.01,
-                            "shape": 0.02}
+                            "shape": 0.02, "within_run": 0.0}
 DAY_CV_BY_LATENCY: dict[str, float] = {"ttft_ms": 0.08, "ttfo_ms": 0.08, "ttft_later_ms": 0.08}
 DAY_CV_BY_PATH: dict[str, float] = {"error_rate": 0.002}
 #: Tolerances that differ from :data:`DEFAULT_TOLERANCE`.
@@ -99,7 +100,19 @@ TOLERANCES: dict[str, float] = {
     # The reasoning length a model chose; the judge names changes beyond this (and
     # significant) as a workload change (judge/workload.py).
     "metrics.reasoning_tokens.mean": 0.10,
+    # Degradation within a run (time slices): absolute, in points of relative change between
+    # the first steady slices and the last. A slow machine wander (CV 3 %) moves one run's
+    # TPOT degradation by an SD of 6.5 points at 60 % load and TTFT's by 8 (queueing): the
+    # tolerances keep an A/A inside them (bench/degradation_gate.py).
+    "degradation.output_tokens_per_s": 0.10,
+    "degradation.ttft_ms.p50": 0.25,
+    "degradation.tpot_ms.p50": 0.15,
 }
+
+#: Degradation within a run (``docs/metrics.md``, "Degradation within the run"): the last
+#: usable time slice against the first steady one. Gated by default when ``slice_s`` is set.
+DEGRADATION: tuple[str, ...] = ("degradation.output_tokens_per_s", "degradation.ttft_ms.p50",
+                                "degradation.tpot_ms.p50")
 
 #: Percentile SLO keywords of the spec, e.g. ``ttft_p99_ms``.
 _COLUMNS = "|".join(LATENCIES)
@@ -173,6 +186,11 @@ FIXED: dict[str, MetricInfo] = {
         # it; shown and recorded, never compared (docs/metrics.md).
         *(_info(path, label, unit, direction, "mean", gateable=False, tolerable=False)
           for path, label, unit, direction in WORKLOAD_SHAPE),
+        # Time slices: the change from the first steady slice to the last, as a fraction.
+        _info("degradation.output_tokens_per_s", "degradation: output throughput", "%", "higher",
+              "within_run"),
+        _info("degradation.ttft_ms.p50", "degradation: TTFT P50", "%", "lower", "within_run"),
+        _info("degradation.tpot_ms.p50", "degradation: TPOT P50", "%", "lower", "within_run"),
     )
 }
 
@@ -196,7 +214,8 @@ GATEABLE_HELP = (
     "throughput.requests_per_s|output_tokens_per_s|total_tokens_per_s, "
     "metrics.<ttft_ms|ttfo_ms|tpot_ms|e2e_ms|reasoning_tpot_ms|answer_tpot_ms|ttft_later_ms>"
     ".<mean|max|pNN>, "
-    f"{REASONING_MEAN}"
+    f"{REASONING_MEAN}, "
+    "degradation.<output_tokens_per_s|ttft_ms.p50|tpot_ms.p50> (with slice_s=)"
 )
 #: Key metrics of runs whose model reasoned (kept only then, so other runs' headlines stay as
 #: they were).
@@ -291,7 +310,9 @@ def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
         return ()  # judged as a frontier / a capacity, not per run
     # Conversations: a prefix-cache regression shows in the later turns' TTFT, not in the rest.
     later = ("metrics.ttft_later_ms.p50",) if spec.turns > 1 else ()
-    return _scenario_gate(spec) + later
+    # Time slices asked for: the run is also judged on how much it degraded within itself.
+    within = DEGRADATION if spec.slice_s is not None else ()
+    return _scenario_gate(spec) + later + within
 
 
 def _scenario_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
@@ -311,7 +332,7 @@ def _scenario_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
 #: Metrics judged on an absolute scale: a blanket relative tolerance (marker ``tolerance``,
 #: ``--goodput-tolerance``, ``--tolerance``) would read as percentage points here, so only
 #: ``tolerances={path: ...}`` changes theirs.
-ABSOLUTE_TOLERANCE: frozenset[str] = frozenset({"error_rate"})
+ABSOLUTE_TOLERANCE: frozenset[str] = frozenset({"error_rate", *DEGRADATION})
 
 
 def tolerance_for(spec: "ScenarioSpec", path: str, default_tolerance: Optional[float] = None) -> float:

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from pytest_goodput.schema.slices import Slices
 from pytest_goodput.schema.spec import ScenarioSpec
 from pytest_goodput.schema.workload_check import PromptSet
 
@@ -294,6 +295,9 @@ class RunResult(_Model):
         "exact", description="exact: over every record; sketch: from merged sketches within "
         "sketch.relative_accuracy, counts exact, ``requests`` a uniform sample")
     sketch: Optional[SketchInfo] = None
+    slices: Optional[Slices] = Field(
+        None, description="time slices (slice_s=): metrics per window, the steady state's start, "
+        "the degradation within the run; None when off or the run was sketched")
     measured_at: Optional[str] = Field(
         None, description="when the run started, ISO 8601 UTC: lets a run file read back by "
         "``compare`` be placed in or outside its baseline's sitting (docs/statistics.md, \"Sittings\")")

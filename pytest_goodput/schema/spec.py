@@ -90,6 +90,9 @@ class ScenarioSpec(BaseModel):
                          "together (same prompts and schedule)")
     head_launches: Optional[int] = Field(None, ge=1, le=20, description="gating: PR launches, judged "
         "after each, stopped once decided (docs/statistics.md, \"Head launches\")")
+    slice_s: Optional[float] = Field(None, gt=0, description="time slices: metrics per window of this "
+        "many seconds, where the steady state began, and the degradation gate (docs/metrics.md, "
+        "\"Time slices\"); None: off")
 
     # --- request shape -----------------------------------------------------------------
     api: Api = Field("completions", description="the OpenAI API requested: /v1/completions or "
@@ -192,13 +195,14 @@ class ScenarioSpec(BaseModel):
         """The fields that make two runs comparable.
 
         Gate settings (tolerances, gated metrics, the error-rate limit), repeats, head launches,
-        stopping past saturation, the client's process count, backend, capture and sketch threshold are
+        stopping past saturation, time slices, the client's process count, backend, capture and sketch threshold are
         excluded: they judge or drive a run, they do not change what is measured. Fields at
         their default are left out, so a new field added with a default never orphans existing
         baselines.
         """
         skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "capture",
-                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches", "saturation_stop"}
+                "max_error_rate", "interactivity_tolerance", "repeats", "head_launches", "saturation_stop",
+                "slice_s"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()

@@ -17,6 +17,7 @@ from pytest_goodput.schema.registry import (
     LATENCIES,
     PERCENTILE_SLO_RE,
     TOLERABLE_EXTRA,
+    DEGRADATION,
     is_gateable,
     is_tolerable,
 )
@@ -145,6 +146,10 @@ def check_consistency(spec: "ScenarioSpec") -> None:
         if not is_tolerable(key):
             raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
                              f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
+    within = [k for k in spec.gate or () if k in DEGRADATION]
+    if within and spec.slice_s is None:
+        raise ValueError(f"gate= names {', '.join(within)}: degradation within the run is measured on "
+                         "time slices; set slice_s= (seconds per slice)")
     check_arguments_apply(spec)
     check_trace(spec)
     if (problem := conversation_problem(spec)) is not None:

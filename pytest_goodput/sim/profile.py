@@ -94,6 +94,15 @@ class SimProfile(BaseModel):
         None, ge=0, description="refuse new requests while this many wait (None: unbounded)"
     )
     queue_full_status: Literal[429, 503] = Field(429, description="HTTP status of a queue refusal")
+    # --- degradation within a run (docs/simulator.md, "Degradation over a run") -----------
+    degrade_slowdown: float = Field(
+        1.0, gt=0, le=100, description="step-time multiplier reached after degrade_after_s (1: off): "
+        "a leak, a shrinking cache or throttling that slows the engine as it runs")
+    degrade_after_s: float = Field(
+        0.0, ge=0, description="seconds after the engine's first step at which the slowdown starts")
+    degrade_ramp_s: float = Field(
+        0.0, ge=0, description="seconds over which the multiplier rises linearly from 1 to "
+        "degrade_slowdown (0: at once)")
 
     @model_validator(mode="after")
     def _check(self) -> "SimProfile":

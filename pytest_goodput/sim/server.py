@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from pytest_goodput.sim import openai, vision
 from pytest_goodput.sim.metrics import metrics_registry
+from pytest_goodput.sim.degrade import degrade_schedule
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
 from pytest_goodput.sim.profile import (SimProfile, SimProfileError, add_profile_arguments,
                                         profile_from_env_and_args)
@@ -83,7 +84,7 @@ class SimEngine:
 
     def __init__(self, profile: SimProfile, trace_path: Optional[str] = None) -> None:
         self.profile = profile = profile.launched()  # launch_cv: this launch's own level
-        self.model = EngineModel(profile)
+        self.model = EngineModel(profile, degrade_schedule(profile))
         self.streams: dict[str, _Stream] = {}
         self._wake = asyncio.Event()
         self._task: Optional[asyncio.Task[None]] = None
