@@ -70,6 +70,7 @@ def test_engines_that_cannot_run_together_run_one_at_a_time() -> None:
     (["--scenario", "capacity", "--slo", "ttft_ms=500"], "A/B mode does not compare capacity searches"),
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--exclusive", "--head-url", "http://127.0.0.1:9"], "--exclusive starts and stops both engines"),
+    (["--relaunch", "--base-url", "http://127.0.0.1:9"], "--relaunch starts and stops both engines"),
     ([*SMALL, "--engine-cpus", "x"], "error: --engine-cpus: 'x' is not a CPU number or range"),
     ([*SMALL, "--base-url", "http://127.0.0.1:9", "--engine-cpus", "0"],
      "error: --engine-cpus: applies to engines this command starts, not to one attached by --base-url"),

@@ -14,7 +14,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from judge_scenarios import Workload, evidence, run, spec  # noqa: E402
 
 from pytest_goodput.judge import Policy, fails  # noqa: E402
-from pytest_goodput.judge.head_launches import judge_look, look, settle  # noqa: E402
+from statistics import NormalDist  # noqa: E402
+
+from pytest_goodput.judge.head_launches import HeadRule, conditional_power, judge_look, look, settle  # noqa: E402
 from pytest_goodput.schema.outcome import MetricComparison  # noqa: E402
 from pytest_goodput.schema.outcome import TestOutcome as Outcome  # noqa: E402
 
@@ -28,12 +30,33 @@ def test_the_first_looks_level_is_the_pocock_share_at_its_information() -> None:
     # S = 5, K = 3: I_k = 1/(1/k + 1/5) = 0.8333, 1.4286, 1.875; t_1 = 0.8333/1.875 = 0.4444.
     # Pocock-type spending: α·ln(1 + (e − 1)·t) = 0.01·ln(1.76368) = 0.0056741 at the first look,
     # all of it spent there: two-sided confidence 1 − 2·0.0056741.
-    lk = look(1, 3, 5)
+    lk = look(1, 3, 5, rule=HeadRule("pocock", "pocock"))
     assert lk.regress_confidence == pytest.approx(1 - 2 * 0.01 * math.log(1 + (math.e - 1) * (0.8333333 / 1.875)), rel=1e-5)
     assert lk.clear_confidence == pytest.approx(1 - 2 * 0.05 * math.log(1 + (math.e - 1) * (0.8333333 / 1.875)), rel=1e-5)
-    later = [look(k, 3, 5) for k in (2, 3)]
+    later = [look(k, 3, 5, rule=HeadRule("pocock", "pocock")) for k in (2, 3)]
     # every later look is held to a stricter level than the whole budget at once
     assert all(x.regress_confidence > 0.98 for x in [lk, *later]) and later[-1].last
+
+
+def test_the_default_rule_spends_the_false_alarm_budget_late_and_the_clearing_budget_evenly() -> None:
+    # O'Brien–Fleming-type at t_1 = 0.4444: 2 − 2Φ(z_0.995 / √t) = 2 − 2Φ(2.5758 / 0.6667)
+    # = 1.12e-4 at the first look (the regressed side), Pocock-type on the cleared side.
+    lk = look(1, 3, 5)
+    t = 0.8333333 / 1.875
+    first = 2 - 2 * NormalDist().cdf(NormalDist().inv_cdf(0.995) / math.sqrt(t))
+    assert lk.regress_confidence == pytest.approx(1 - 2 * first, rel=1e-6)
+    assert lk.clear_confidence == pytest.approx(1 - 2 * 0.05 * math.log(1 + (math.e - 1) * t), rel=1e-5)
+    # the last look keeps most of the budget: far closer to the single look's 0.98 than Pocock's
+    assert 0.98 < look(3, 3, 5).regress_confidence < look(3, 3, 5, rule=HeadRule("pocock", "pocock")).regress_confidence
+
+
+def test_conditional_power_is_the_trends_chance_to_cross_the_last_looks_threshold() -> None:
+    # σ = 10 % per launch, one launch of four so far 2 % worse; the last look's half-width is
+    # small (spread 1 % over 30 sessions), so the threshold is the tolerance, ln 1.05 = 0.04879.
+    # d_4 − d_1 ~ N(0, σ²·3/16): sd 0.0433; P(d_4 > 0.04879) = 1 − Φ((0.04879 − 0.02)/0.0433).
+    cp = conditional_power(0.02, 0.10, 0.01, 0.01, 1, 4, 30, math.log(1.05), 0.98)
+    assert cp == pytest.approx(1 - NormalDist().cdf((math.log(1.05) - 0.02) / (0.10 * math.sqrt(3) / 4)), rel=1e-9)
+    assert conditional_power(0.02, 0.10, 0.01, 0.01, 4, 4, 30, math.log(1.05), 0.98) == 0.0  # no launch left
 
 
 @pytest.mark.parametrize("bad", [(0, 3), (4, 3), (1, 21)])
@@ -92,6 +115,27 @@ def test_judged_through_the_public_judge_a_quiet_aa_clears_and_a_slower_engine_r
     assert decided and fails(worse, Policy())
 
 
+def test_a_metric_out_of_reach_is_waited_for_only_while_a_regression_is_still_likely() -> None:
+    """Six baseline launches 10 % apart (s ≈ 7 %), every tolerance 5 %: no planned launch could
+    clear a metric. A PR launch at the baseline's level is not waited for (its chance to read
+    regressed by the third launch is nil); one 22 % slower is not regressed at the first
+    look (O'Brien–Fleming-type: little budget spent early) but is waited for."""
+    w = Workload.draw(80, 5)
+    rng = np.random.default_rng(3)
+    sp = spec(80, tolerance=0.05)
+    base = evidence(sp, [[run(w, rng, machine_cv=0.002, ttft_factor=f, tpot_factor=f)]
+                         for f in (0.9, 1.1, 0.95, 1.05, 1.0, 1.0)])
+
+    def one(f: float):  # type: ignore[no-untyped-def]
+        return evidence(sp, [[run(w, rng, machine_cv=0.002, ttft_factor=f, tpot_factor=f)]])
+    same, decided = judge_look("t::x", one(1.0), base, Policy(), 3)
+    assert decided and not fails(same, Policy()) and "more launches could not clear" in same.notes[-1]
+    slower, decided = judge_look("t::x", one(1.22), base, Policy(), 3)
+    assert not decided and not slower.regressed
+    _, decided = judge_look("t::x", one(1.22), base, Policy(), 3, rule=HeadRule(futility=1.0))
+    assert decided  # the first rule gave up on it at once
+
+
 # ---- as users run it ----------------------------------------------------------------------
 
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
@@ -121,16 +165,18 @@ def test_zz_launches():
 
 
 def test_the_gate_measures_a_slower_pr_over_launches_and_stops_when_it_regresses(pytester, monkeypatch) -> None:
-    """``--goodput-head-launches=3``: a PR twice as slow regresses at the first launch (no
-    second launch is started); the verdict says how many launches it was measured over."""
+    """``--goodput-head-launches=3``: a PR twice as slow regresses before the budget is spent
+    (at the first launch or, as the false-alarm budget is spent late and three baseline
+    sessions leave few degrees of freedom, the second); the verdict says how many launches
+    it was measured over."""
     pytester.makepyfile(test_perf=LAUNCHES)
     res = pytester.runpytest("--goodput-update-baseline", "--goodput-sessions=3", "-k", "test_closed")
     res.assert_outcomes(passed=1)
     monkeypatch.setenv("GOODPUT_SIM_SLOWDOWN", "2.0")
     res = pytester.runpytest("--goodput-baseline", "--goodput-head-launches=3", "-s")
     res.assert_outcomes(passed=1, failed=1)
-    res.stdout.fnmatch_lines(["*measured over 1 engine launch(es) of at most 3 (a metric regressed)*"])
-    res.stdout.fnmatch_lines(["*LAUNCH URLS 1*"])  # decided at the first launch: never relaunched
+    res.stdout.fnmatch_lines(["*measured over [12] engine launch(es) of at most 3 (a metric regressed)*"])
+    res.stdout.fnmatch_lines(["*LAUNCH URLS [12]"])  # decided before the third launch
 
 
 @pytest.mark.parametrize("value", ["0", "21", "x"])

@@ -73,6 +73,18 @@ def test_the_launches_a_tolerance_needs_by_hand() -> None:
     assert row.limit == pytest.approx(math.expm1(2.997952 * math.sqrt(0.0005 / 7)), rel=1e-3)
 
 
+def test_the_baseline_sessions_a_tolerance_needs_by_hand() -> None:
+    # The case above with S sessions (ν = S − 1, the spread measured so far kept) and K = 1:
+    # k = 1 + 1/S, Var = k·(3·0.0005 + ν·0.00025)/(3 + ν), t(0.99, 3 + ν):
+    #   S = 13: 2.602480 · √0.00032308 = 0.046778 → +4.789 % (> 4.75 %)
+    #   S = 14: 2.583487 · √0.00031808 = 0.046076 → +4.715 % (< 4.75 %): one PR launch will do
+    row = plan_metric(sessions_of([0.0, 0.02, -0.02, 0.01, -0.01]), MetricDef.of(TPOT_P50))
+    assert row is not None and row.with_sessions == (14, 1)
+    # s = 10 %: even 30 sessions and 8 launches leave Var = 0.01·(1/8 + 1/30), +10.3 %
+    noisy = plan_metric(sessions_of([0.01, 0.11, -0.09]), MetricDef.of(TPOT_P50))
+    assert noisy is not None and noisy.with_sessions is None
+
+
 def test_a_run_outside_a_one_sitting_baseline_keeps_the_between_sitting_prior() -> None:
     sessions = sessions_of([0.0, 0.02, -0.02, 0.01, -0.01])
     ttft = MetricDef.of("metrics.ttft_ms.p99")
@@ -102,3 +114,21 @@ def test_the_plan_command_reads_the_example_suites_baselines(tmp_path: Path) -> 
     missing = subprocess.run([sys.executable, "-m", "pytest_goodput", "plan", str(tmp_path / "nope.json")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "nope.json: no such file" in missing.stderr
+
+
+def test_every_gated_comparison_carries_its_baselines_noise_split() -> None:
+    """The judge's comparisons (JSON report) hold the split of the plan's first case:
+    σ_w = √0.0002, σ_b = √0.0099 on TPOT P50's log scale."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from judge_scenarios import evidence, spec
+
+    from pytest_goodput.judge import judge
+
+    sp = spec(20)
+    out = judge("t::x", evidence(sp, [[constant_run(0.0), constant_run(0.0)]]),
+                evidence(sp, sessions_of([0.01, 0.11, -0.09])))
+    (tpot,) = [c for c in out.comparisons if c.metric == TPOT_P50]
+    assert tpot.within_launch == pytest.approx(math.sqrt(0.0002), rel=1e-9)
+    assert tpot.between_launch == pytest.approx(math.sqrt(0.0099), rel=1e-9)
+    (err,) = [c for c in out.comparisons if c.metric == "error_rate"]
+    assert err.within_launch is None and err.between_launch is None

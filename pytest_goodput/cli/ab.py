@@ -80,6 +80,9 @@ def add_ab_parser(sub: Any) -> None:
     ab.add_argument("--exclusive", action="store_true",
                     help="one engine at a time, each run on a freshly started one (the default "
                          "when the second engine cannot start beside the first)")
+    ab.add_argument("--relaunch", action="store_true",
+                    help="relaunch both engines before every round: each round is one launch of "
+                         "each, so launch-to-launch spread is in the interval (engines started here)")
     ab.add_argument("--json", help="write the A/B result (rounds, comparisons) here")
     add_ray_flag(ab)
 
@@ -178,9 +181,10 @@ def cmd_ab(ns: argparse.Namespace) -> int:
     for side in SIDES:  # flags first: no engine is started for a command that cannot run
         check_side(side, ns)
     attached = [f"--{side}-url" for side in SIDES if getattr(ns, f"{side}_url")]
-    if ns.exclusive and attached:
-        raise CLIError(f"--exclusive starts and stops both engines: {' and '.join(attached)} "
-                       "attaches to one this command cannot restart")
+    for flag in ("exclusive", "relaunch"):
+        if getattr(ns, flag) and attached:
+            raise CLIError(f"--{flag} starts and stops both engines: {' and '.join(attached)} "
+                           "attaches to one this command cannot restart")
     args = ab_spec_args(ns)
     on_ray = ray_backend(ns, args)  # both sides' load workers on Ray actors
     spec = build_spec(args, where="command line")
@@ -211,7 +215,8 @@ def cmd_ab(ns: argparse.Namespace) -> int:
         with placed_client(client_cpus):  # after the engines: their threads are not the client's
             result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
                             max_rounds=ns.max_rounds, tolerance=ns.tolerance,
-                            say=lambda s: print(s, file=sys.stderr), exclusive=exclusive)
+                            say=lambda s: print(s, file=sys.stderr), exclusive=exclusive,
+                            relaunch=ns.relaunch)
         code = ab_exit_code(result, ns.strict)
     finally:
         if on_ray:

@@ -14,37 +14,69 @@ share is common to every look). Two decisions end the test early, on two budgets
 does (``judge/stopping.py``):
 
 - *regressed* at look k: the verdict rule at two-sided confidence 1 − 2·α_k, α_k the look's
-  nominal one-sided level of the gate's α = (1 − confidence)/2 spent Pocock-like;
+  nominal one-sided level of the gate's α = (1 − confidence)/2, spent late
+  (O'Brien–Fleming-like: the last look keeps most of it);
 - *cleared*: the interval's worse end within the tolerance at one-sided level γ_k, the
-  look's share of ``CLEAR_ALPHA`` (a change of the tolerance's size let through at most that
-  often), for every gated metric.
+  look's share of ``CLEAR_ALPHA`` spent evenly (Pocock-like: an unchanged engine is let go
+  early), for every gated metric.
 
 The test is decided when a gated metric is regressed (it fails whatever the others read) or
-every gated metric is cleared; otherwise the next launch is measured, and the last look's
-verdicts stand as the gate's. ``docs/statistics.md`` ("Head launches") has the derivation.
+every gated metric is cleared or futile: no remaining launch could clear it and its
+conditional power to regress by the last look is below ``HeadRule.futility``. Otherwise the
+next launch is measured, and the last look's verdicts stand as the gate's.
+``docs/statistics.md`` ("Head launches") has the derivation.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
-from typing import Literal, Optional
+from statistics import NormalDist
+from typing import Optional
 
-from pytest_goodput.judge.judge import Policy, judge
+from pytest_goodput.judge.judge import Policy, judge, metric_defs
+from pytest_goodput.judge.spread import half_width, scale_of, session_spread
+from pytest_goodput.judge.values import baseline_value
 from pytest_goodput.judge.verdicts import CONFIDENCE
+from pytest_goodput.schema import registry
 from pytest_goodput.schema.evidence import Evidence
 from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
-from pytest_goodput.stats.spending import nominal_levels
+from pytest_goodput.stats.spending import Spending, nominal_levels
 
 #: One-sided chance that a change of exactly the tolerance is cleared (A/B mode's).
 CLEAR_ALPHA = 0.05
-#: How each side's budget is spread over the looks: evenly, so early looks can decide.
-SPENDING: Literal["pocock"] = "pocock"
 #: The most launches one test may be measured over.
 MAX_HEAD_LAUNCHES = 20
 #: Verdicts that end the test as failing at any look.
 _REGRESSED = "regressed"
 
-__all__ = ["CLEAR_ALPHA", "HeadLook", "MAX_HEAD_LAUNCHES", "cleared", "judge_look", "look", "out_of_reach", "settle"]
+__all__ = ["CLEAR_ALPHA", "DEFAULT_HEAD_RULE", "HeadLook", "HeadRule", "MAX_HEAD_LAUNCHES", "cleared",
+           "conditional_power", "judge_look", "look", "out_of_reach", "settle"]
+
+
+@dataclass(frozen=True)
+class HeadRule:
+    """How the looks spend their budgets and when a metric stops being waited for.
+
+    ``regress`` / ``clear``: the spending function of each side's budget over the looks;
+    ``futility``: a metric no remaining launch could clear is not waited for once its chance
+    to be called *regressed* at the last look, should it go on as it has gone so far, is
+    below this (1: never waited for, the first rule; 0: always waited for). Futility stops
+    end in a verdict that does not fail, so they can only lower false alarms.
+    """
+
+    regress: Spending = "obf"
+    clear: Spending = "pocock"
+    futility: float = 0.10
+
+    def describe(self) -> str:
+        return (f"regressed {self.regress}, cleared {self.clear}, futility below "
+                f"{self.futility:.0%} conditional power")
+
+
+#: Chosen by ``bench/head_launches.py`` (docs/decisions.md, "Head launches: spent late, waited
+#: for while a regression is still possible").
+DEFAULT_HEAD_RULE = HeadRule()
 
 
 @dataclass(frozen=True)
@@ -63,7 +95,7 @@ class HeadLook:
 
 
 def look(k: int, planned: int, sessions: int, confidence: float = CONFIDENCE,
-         clear_alpha: float = CLEAR_ALPHA) -> HeadLook:
+         clear_alpha: float = CLEAR_ALPHA, rule: HeadRule = DEFAULT_HEAD_RULE) -> HeadLook:
     """The levels of look ``k`` (1-based) of ``planned`` against ``sessions`` baseline sessions.
 
     With one planned launch the look is the gate's own: the whole budget at once.
@@ -76,8 +108,9 @@ def look(k: int, planned: int, sessions: int, confidence: float = CONFIDENCE,
     s = max(sessions, 1)
     info = [1.0 / (1.0 / j + 1.0 / s) for j in range(1, planned + 1)]
     fractions = [i / info[-1] for i in info]
-    a_k = nominal_levels(fractions, alpha, SPENDING)[k - 1]
-    g_k = nominal_levels(fractions, clear_alpha, SPENDING)[k - 1]
+    # A look that spends (almost) nothing is held to a level of 1e-12, not to certainty.
+    a_k = max(nominal_levels(fractions, alpha, rule.regress)[k - 1], 1e-12)
+    g_k = max(nominal_levels(fractions, clear_alpha, rule.clear)[k - 1], 1e-12)
     return HeadLook(k, planned, 1.0 - 2.0 * a_k, 1.0 - 2.0 * g_k)
 
 
@@ -147,15 +180,74 @@ def settle(at_regress_level: TestOutcome, at_clear_level: TestOutcome,
     return at_regress_level.model_copy(update={"comparisons": out, "notes": notes}), decided
 
 
+def conditional_power(worse: float, sigma: float, spread: Optional[float], machine: float, k: int,
+                      planned: int, sessions: int, tolerance: float, last_confidence: float) -> float:
+    """The chance that a metric reads *regressed* at the last look if the remaining launches
+    go on as the first ``k`` went (stochastic curtailment under the current trend).
+
+    ``worse``: the change so far on the analysis scale, positive when worse; ``sigma``: the SD
+    of one launch's level; ``spread``: the baseline's measured session SD (None: unknown);
+    ``tolerance`` on the analysis scale. The last look's mean is d_K = d_k + (K − k)/K · (x̄ − d_k)
+    with x̄ the mean of K − k more launches, so under the trend d_K − d_k ~ N(0, σ²(K − k)/K²);
+    it reads regressed beyond c_K = max(tolerance, h_K), h_K the last look's half-width.
+    """
+    if k >= planned:
+        return 0.0
+    h_last = half_width(0.0, machine, spread, max(sessions - 1, 0), sessions, last_confidence,
+                        current_sessions=planned)
+    threshold = max(tolerance, h_last)
+    sd = sigma * math.sqrt(planned - k) / planned
+    if sd <= 0:
+        return 1.0 if worse > threshold else 0.0
+    return 1.0 - NormalDist().cdf((threshold - worse) / sd)
+
+
+def _on_scale(scale: str, change: float) -> Optional[float]:
+    if scale == "log":
+        return math.log1p(change) if change > -1 else None
+    return change
+
+
+def unlikely_to_regress(current: Evidence, baseline: Evidence, outcome: TestOutcome, planned: int,
+                        confidence: float, tolerance: Optional[float], below: float) -> set[str]:
+    """Gated metrics whose :func:`conditional_power` is below ``below`` (log and relative
+    scales; the error rate and frontier metrics are never in it)."""
+    k = len(current.history)
+    defs = {d.path: d for d in metric_defs(current.spec, tolerance)}
+    out = set()
+    for c in outcome.comparisons:
+        d = defs.get(c.metric)
+        scale = scale_of(c.metric) if d is not None else "absolute"
+        if d is None or scale == "absolute" or c.change is None or not math.isfinite(c.change):
+            continue
+        centre = baseline_value(baseline.history, c.metric)
+        worse = _on_scale(scale, c.change)
+        if centre is None or not math.isfinite(centre) or worse is None:
+            continue
+        s, _, _ = session_spread(c.metric, baseline.history, centre)
+        machine = registry.metric(c.metric).run_cv
+        sigma = max(s or 0.0, machine)
+        tol = _on_scale(scale, c.tolerance) or c.tolerance
+        sign = 1.0 if c.direction == "lower" else -1.0
+        power = conditional_power(sign * worse, sigma, s, machine, k, planned, len(baseline.history),
+                                  tol, confidence)
+        if power < below:
+            out.add(c.metric)
+    return out
+
+
 def judge_look(nodeid: str, current: Evidence, baseline: Evidence, policy: Policy, planned: int, *,
-               location: Optional[tuple[str, int]] = None, seed: int = 0) -> tuple[TestOutcome, bool]:
+               location: Optional[tuple[str, int]] = None, seed: int = 0,
+               rule: HeadRule = DEFAULT_HEAD_RULE) -> tuple[TestOutcome, bool]:
     """Look k of ``planned`` (k: the launches in ``current.history``): the verdicts at the look's
     share of the false-alarm budget, the metrics cleared at its share of the clearing budget,
     those no remaining launch could clear (the data judged as if measured over every planned
-    launch), and whether the test is decided. The gate and the bench both judge through it."""
+    launch) and, of these, the ones whose chance to regress by the last look is below the
+    rule's futility, and whether the test is decided. The gate and the bench both judge
+    through it."""
     sessions = len(baseline.history)
-    lk = look(len(current.history), planned, sessions, policy.confidence)
-    last = look(planned, planned, sessions, policy.confidence)
+    lk = look(len(current.history), planned, sessions, policy.confidence, rule=rule)
+    last = look(planned, planned, sessions, policy.confidence, rule=rule)
     at_regress = judge(nodeid, current, baseline, replace(policy, confidence=lk.regress_confidence),
                        location=location, seed=seed)
     if planned == 1:
@@ -164,4 +256,15 @@ def judge_look(nodeid: str, current: Evidence, baseline: Evidence, policy: Polic
                      location=location, seed=seed)
     projected = judge(nodeid, current, baseline, replace(policy, confidence=last.clear_confidence,
                                                          current_sessions=planned), location=location, seed=seed)
-    return settle(at_regress, at_clear, lk, out_of_reach(projected))
+    futile = out_of_reach(projected)
+    if futile and rule.futility < 1.0:
+        futile &= unlikely_to_regress(current, baseline, at_regress, planned, last.regress_confidence,
+                                      policy.tolerance, rule.futility) | _no_trend(at_regress, current)
+    return settle(at_regress, at_clear, lk, futile)
+
+
+def _no_trend(outcome: TestOutcome, current: Evidence) -> set[str]:
+    """Metrics conditional power does not apply to (the error rate, frontiers, capacities:
+    not among the gated per-run metrics): out of reach, they are not waited for."""
+    gated = {d.path for d in metric_defs(current.spec)} - {"error_rate"}
+    return {c.metric for c in outcome.comparisons if c.metric not in gated}

@@ -16,6 +16,7 @@ from pytest_goodput.judge.degradation import degradation_comparison
 from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
+from pytest_goodput.judge.power_plan import noise_split
 from pytest_goodput.judge.saturation import saturation_comparison
 from pytest_goodput.judge.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
@@ -159,6 +160,7 @@ def judge(
     comparisons = compare(baseline.history, current.samples, metric_defs(spec, policy.tolerance),
                           seed=seed, paired=True, sittings=sit, confidence=policy.confidence,
                           current_sessions=policy.current_sessions or max(1, len(current.history)))
+    comparisons = [_with_noise(c, baseline) for c in comparisons]
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
@@ -166,6 +168,17 @@ def judge(
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )
+
+
+def _with_noise(c: MetricComparison, baseline: Evidence) -> MetricComparison:
+    """The comparison with its baseline's noise split within and between launches."""
+    if c.metric == "error_rate":
+        return c
+    split = noise_split(baseline.history, c.metric)
+    if split is None:
+        return c
+    between = split.between if split.within is not None else None  # no repeats: not separable
+    return c.model_copy(update={"within_launch": split.within, "between_launch": between})
 
 
 def fails(outcome: TestOutcome, policy: Policy) -> bool:

@@ -26,7 +26,7 @@ remain whatever K is: record more sessions, or in separate sittings).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 import numpy as np
@@ -41,11 +41,16 @@ from pytest_goodput.schema.results import Samples
 
 #: The most PR launches a plan considers; beyond it, "more launches alone will not do".
 MAX_LAUNCHES = 20
+#: What a plan with more baseline sessions considers: up to this many sessions (a baseline
+#: that keeps main's newest sessions holds 15–30 for one launch per push) and PR launches.
+MAX_PLAN_SESSIONS = 30
+PLAN_LAUNCHES = 8
 #: A plan's K brings the detectable change this far within the tolerance (as the gate's own
 #: advice on baseline sessions does), so it is not met only on paper.
 MARGIN = 0.95
 
-__all__ = ["MAX_LAUNCHES", "NoiseSplit", "PlanRow", "noise_split", "plan_metric", "seconds_per_launch"]
+__all__ = ["MAX_LAUNCHES", "MAX_PLAN_SESSIONS", "NoiseSplit", "PLAN_LAUNCHES", "PlanRow", "noise_split",
+           "plan_metric", "seconds_per_launch"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,10 @@ def noise_split(sessions: Sessions, path: str) -> Optional[NoiseSplit]:
 class PlanRow:
     """What the gate can detect on one metric: with one PR launch (``one_launch``, a worse
     change on the metric's own scale), the launches that bring it within the tolerance
-    (None: none up to ``MAX_LAUNCHES``) and what it tends to with unlimited launches."""
+    (None: none up to ``MAX_LAUNCHES``), what it tends to with unlimited launches, and
+    ``with_sessions``: the fewest PR launches (≤ ``PLAN_LAUNCHES``) that reach it with some
+    number of baseline sessions up to ``MAX_PLAN_SESSIONS``, as (sessions, launches), the
+    fewest sessions for those launches (None: none does)."""
 
     metric: str
     tolerance: float
@@ -109,6 +117,7 @@ class PlanRow:
     one_launch: float
     launches: Optional[int]
     limit: float
+    with_sessions: Optional[tuple[int, int]] = None
 
 
 def _detectable_with(defn: MetricDef, split: NoiseSplit, k: int, confidence: float,
@@ -139,7 +148,22 @@ def plan_metric(sessions: Sessions, defn: MetricDef, *, confidence: float = CONF
                  if _detectable_with(defn, split, k, confidence, prior_runs, day) < defn.tolerance * MARGIN),
                 None)
     limit = _detectable_with(defn, split, 10**6, confidence, prior_runs, day)
-    return PlanRow(defn.path, defn.tolerance, split, one, need, limit)
+    return PlanRow(defn.path, defn.tolerance, split, one, need, limit,
+                   _with_sessions(defn, split, confidence, prior_runs, day))
+
+
+def _with_sessions(defn: MetricDef, split: NoiseSplit, confidence: float, prior_runs: float,
+                   day: Optional[DayTerm]) -> Optional[tuple[int, int]]:
+    """(S, K): the fewest PR launches K ≤ PLAN_LAUNCHES, and for them the fewest baseline
+    sessions S ≤ MAX_PLAN_SESSIONS (at least those recorded), whose detectable change is
+    within the tolerance, the spread measured so far kept (as the gate's own advice on
+    sessions assumes); None when no such pair does."""
+    for k in range(1, PLAN_LAUNCHES + 1):
+        for n in range(max(split.sessions, 2), MAX_PLAN_SESSIONS + 1):
+            more = replace(split, sessions=n)
+            if _detectable_with(defn, more, k, confidence, prior_runs, day) < defn.tolerance * MARGIN:
+                return n, k
+    return None
 
 
 def seconds_per_launch(sessions: Sequence[Sequence[Samples]]) -> float:

@@ -189,9 +189,11 @@ class GoodputHarness:
             self.base_engine = base
         else:
             self.base_engine, exclusive = self._session.base_engine(options, head)
-        if exclusive:
+        relaunch = bool(options.ab_relaunch)
+        if exclusive or relaunch:
             try:
-                check_exclusive(self.base_engine, head)
+                check_exclusive(self.base_engine, head, "one engine at a time" if exclusive
+                                else "ab_relaunch (relaunching each round)")
             except ValueError as exc:
                 raise SpecError(f"{self._nodeid}: A/B mode: {exc}") from None
         stream, name = self._progress_stream, self._nodeid.rpartition("::")[2]
@@ -201,7 +203,7 @@ class GoodputHarness:
         try:
             self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
                                  max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
-                                 say=say, exclusive=exclusive)
+                                 say=say, exclusive=exclusive, relaunch=relaunch)
         finally:
             self._session.ledger.charge(self._nodeid, [self.base_engine, head], time.monotonic() - t0, first)
         self.engine = head

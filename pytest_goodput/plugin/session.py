@@ -119,7 +119,8 @@ class GoodputSession:
         base = ({k: getattr(marker, k) for k in session} if marker.has_base else session)
         return ABOptions(**base,
                          ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
-                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds)
+                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds,
+                         ab_relaunch=marker.ab_relaunch if marker.ab_relaunch is not None else s.ab_relaunch)
 
     def ab_options_of(self, marker: Optional[ABOptions]) -> ABOptions:
         """``ab_options`` of a marker that may name no A/B options at all."""

@@ -108,6 +108,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("ab_max_rounds", "A/B mode: most rounds per test (default 12)", "int"),
     Option("ab_exclusive", "A/B mode: one engine at a time, each run on a freshly started one "
            "(the default when the base cannot start while the head is up)", "bool"),
+    Option("ab_relaunch", "A/B mode: relaunch both engines before every round, so the rounds' "
+           "spread holds launch-to-launch spread (engines the plugin starts; one engine at a time "
+           "does it by itself)", "bool"),
     Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "
            "off (default), auto (when CAP_NET_RAW allows, else read-time stamps, said once), on "
            "(fail when it cannot capture)"),
@@ -211,6 +214,7 @@ class Settings:
     ab_min_rounds: Optional[int] = None
     ab_max_rounds: Optional[int] = None
     ab_exclusive: bool = False
+    ab_relaunch: bool = False
     capture: Optional[str] = None
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -263,6 +267,9 @@ class Settings:
         if bases and self.update:
             raise OutOfBoundsError(bases[0], "A/B mode compares two engines in one job and records "
                                    "no baseline: drop --goodput-update-baseline or the base engine")
+        if self.ab_relaunch and (self.url or self.base_url):
+            raise OutOfBoundsError("ab_relaunch", "relaunches both engines: an engine attached "
+                                   "by URL (--goodput-url, --goodput-base-url) cannot be restarted")
         if self.ab_exclusive and (self.url or self.base_url):
             raise OutOfBoundsError("ab_exclusive", "starts and stops both engines: an engine attached "
                                    "by URL (--goodput-url, --goodput-base-url) cannot be restarted")

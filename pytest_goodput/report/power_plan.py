@@ -13,7 +13,7 @@ from tabulate import tabulate
 
 from pytest_goodput.judge.evidence import from_baseline
 from pytest_goodput.judge.judge import metric_defs
-from pytest_goodput.judge.power_plan import PlanRow, plan_metric, seconds_per_launch
+from pytest_goodput.judge.power_plan import MAX_PLAN_SESSIONS, PLAN_LAUNCHES, PlanRow, plan_metric, seconds_per_launch
 from pytest_goodput.judge.sittings import Sittings, sitting_count
 from pytest_goodput.judge.spread import fmt_on_scale
 from pytest_goodput.report.vocabulary import metric_label
@@ -43,6 +43,13 @@ def _launches(row: PlanRow, seconds: float) -> str:
     if row.launches == 1:
         return "1"
     return f"{row.launches} ({_secs(row.launches * seconds)} s of load)"
+
+
+def _sessions(row: PlanRow) -> str:
+    if row.with_sessions is None:
+        return f"none up to {MAX_PLAN_SESSIONS} sessions and {PLAN_LAUNCHES} launches"
+    n, k = row.with_sessions
+    return f"{n} sessions, {k} launch{'es' if k > 1 else ''}"
 
 
 #: Said under a plan in which no number of PR launches reaches a tolerance.
@@ -79,9 +86,10 @@ def plan_lines(doc: BaselineFile, *, same_sitting: bool = False,
             f"{_secs(seconds)} s of load per launch; planned for {where}")
     table = [[metric_label(r.metric), fmt_on_scale(r.split.scale, r.tolerance),
               _sd(r, r.split.within), _between(r), f"+{r.one_launch:.1%}",
-              _launches(r, seconds)] for r in rows]
+              _launches(r, seconds), _sessions(r)] for r in rows]
     body = tabulate(table, headers=["metric", "tolerance", "within a launch", "between launches",
-                                    "one PR launch detects", "PR launches for the tolerance"],
+                                    "one PR launch detects", "PR launches for the tolerance",
+                                    "fewest PR launches with more sessions"],
                     tablefmt="simple", disable_numparse=True)
     lines = [head, *("  " + line for line in body.splitlines())]
     return lines + [NONE_NOTE] if any(r.launches is None for r in rows) else lines

@@ -96,12 +96,33 @@ def skipped_note(spec: ScenarioSpec, measured: int) -> str:
             f"{spec.sweep[measured - 1]:g} in the first round; every round skipped {kind} {skipped}")
 
 
-def check_exclusive(base: Engine, head: Engine) -> None:
-    """One engine at a time needs two engines this process starts and stops."""
+def check_exclusive(base: Engine, head: Engine, what: str = "one engine at a time") -> None:
+    """One engine at a time (or relaunching each round) needs two engines this process starts
+    and stops."""
     attached = [n for n, e in (("base", base), ("head", head)) if not e.can_relaunch]
     if attached:
-        raise ValueError(f"one engine at a time needs engines started here (a command or the "
+        raise ValueError(f"{what} needs engines started here (a command or the "
                          f"simulator); the {' and '.join(attached)} engine is attached by URL")
+
+
+def _relaunched(base: Engine, head: Engine) -> float:
+    """Both engines started afresh for a round; the seconds the two starts took."""
+    t0 = time.monotonic()
+    base.relaunch()
+    head.relaunch()
+    return time.monotonic() - t0
+
+
+def relaunch_note(starts: list[float]) -> str:
+    """What relaunching each round cost, and what it bought."""
+    total = math.fsum(starts)
+    return (f"each round relaunched both engines ({2 * len(starts)} starts, {total / (2 * len(starts)):.1f} s "
+            f"each, {total:.0f} s of the job): launch-to-launch spread is in the rounds' spread")
+
+
+#: Said when both engines served every round from one launch each.
+SHARED_LAUNCH_NOTE = ("every round ran on one launch of each engine: launch-to-launch spread is not "
+                      "in the interval (relaunch each round: --relaunch, --goodput-ab-relaunch)")
 
 
 def _alone(engine: Engine, other: Engine) -> float:
@@ -124,18 +145,25 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
            min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS,
            tolerance: float | None = None, say: SayFn | None = None,
            run: RunFn = run_once, on_round: RoundFn | None = None,
-           exclusive: bool = False) -> ABResult:
+           exclusive: bool = False, relaunch: bool = False) -> ABResult:
     """Rounds of ``spec`` on ``base`` and ``head`` until the judge has the answer.
 
     ``seed`` draws each round's order (default: the spec's seed); ``on_round`` sees each
     round's runs (the pytest gate keeps them for SLOs and reports). ``exclusive``: only one
     engine is up at a time, each run on a freshly started one (both sides alike: no side
     inherits a warm cache), for engines that do not fit on the machine together.
+    ``relaunch``: both engines started afresh before every round after the first, so each
+    round is one launch of each and the paired rounds' spread holds the launch-to-launch
+    spread (one engine at a time does this by itself).
     """
     check_rounds(min_rounds, max_rounds)
     if exclusive:
         check_exclusive(base, head)
+    relaunch = relaunch and not exclusive
+    if relaunch:
+        check_exclusive(base, head, "relaunching each round")
     starts: list[float] = []
+    restarts: list[float] = []
     defs = ab_metrics(spec, tolerance)
     measured = with_error_rate(defs)  # the error rate is compared whatever the gate names
     seed = spec.seed if seed is None else seed
@@ -148,6 +176,8 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
         sides = ("base", "head") if order == "base-head" else ("head", "base")
         engines = {"base": base, "head": head}
         runs: dict[str, list[RunResult]] = {}
+        if relaunch and r > 1:
+            restarts.append(_relaunched(base, head))
         if say is not None:
             say(f"round {r}: {sides[0]}, then {sides[1]}")
         climb = r == 1 and spec.sweep is not None and spec.saturation_stop
@@ -191,13 +221,17 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             result = result.model_copy(update={"spec": full}) if full is not spec else result
             if starts:
                 result.notes.append(exclusive_note(starts))
+            elif restarts:
+                result.notes.append(relaunch_note(restarts))
+            elif len(rounds) > 1 and all(getattr(e, "can_relaunch", False) for e in (base, head)):
+                result.notes.append(SHARED_LAUNCH_NOTE)
             return result
 
 
 def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
                min_rounds: Optional[int] = None, max_rounds: Optional[int] = None,
                tolerance: Optional[float] = None, say: Optional[SayFn] = None,
-               exclusive: bool = False) -> ABMeasured:
+               exclusive: bool = False, relaunch: bool = False) -> ABMeasured:
     """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
     kept: dict[str, list[RunResult]] = {"base": [], "head": []}
     last: dict[str, list[RunResult]] = {}
@@ -212,7 +246,7 @@ def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
     min_r = MIN_ROUNDS if min_rounds is None else min_rounds
     max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
     result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
-                    tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive)
+                    tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive, relaunch=relaunch)
     return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
                       last_head=last["head"][-1] if last else None,
                       last_base_sweep=last.get("base", []) if spec.sweep else [],

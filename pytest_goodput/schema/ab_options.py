@@ -1,7 +1,7 @@
 """A/B mode in pytest: which base engine a test is compared with, and its round limits (pure).
 
 The marker's A/B keywords (``base_serve``, ``base_url``, ``base_sim``, ``ab_min_rounds``,
-``ab_max_rounds``) are not part of the scenario: the same scenario runs on both engines. They
+``ab_max_rounds``, ``ab_relaunch``) are not part of the scenario: the same scenario runs on both engines. They
 are split off the marker's arguments before the spec is built, and validated here, so a bad
 value is named as the spec's are.
 """
@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pytest_goodput.schema.spec import SpecError, format_validation_error
 
 #: The marker keywords that belong to A/B mode rather than to the scenario.
-AB_KEYS: tuple[str, ...] = ("base_serve", "base_url", "base_sim", "ab_min_rounds", "ab_max_rounds")
+AB_KEYS: tuple[str, ...] = ("base_serve", "base_url", "base_sim", "ab_min_rounds", "ab_max_rounds",
+                             "ab_relaunch")
 #: ``--goodput-base-sim=default``: the simulator with its default profile as base.
 DEFAULT_SIM = "default"
 
@@ -32,6 +33,9 @@ class ABOptions(BaseModel):
         "or 'default' for its default profile")
     ab_min_rounds: Optional[int] = Field(None, ge=2, le=1000, description="rounds before the first look")
     ab_max_rounds: Optional[int] = Field(None, ge=2, le=1000, description="most rounds")
+    ab_relaunch: Optional[bool] = Field(
+        None, description="relaunch both engines before every round, so each round is one launch "
+        "of each and launch-to-launch spread is in the A/B interval (engines the plugin starts)")
 
     @model_validator(mode="after")
     def _one_base(self) -> "ABOptions":

@@ -64,6 +64,13 @@ class MetricComparison(_Model):
         None, description="the metric that baseline, current and change are values of, when it "
         "is not `metric` itself: a sweep's row holds its worst load point's output throughput "
         "or TPOT")
+    within_launch: Optional[float] = Field(
+        None, description="the baseline's noise within a launch: SD of one run's value among the "
+        "repeats of its session, on the metric's analysis scale (relative for log scales); more "
+        "requests or repeats shrink it (docs/statistics.md, 'Power planning')")
+    between_launch: Optional[float] = Field(
+        None, description="the baseline's noise between launches: SD of a launch's own level, the "
+        "within part taken out; only more launches (baseline sessions, PR launches) shrink it")
 
 
 class SLOOutcome(_Model):

@@ -9,10 +9,14 @@ over the preset (``--preset`` / ``GOODPUT_SIM_PRESET``, default ``default``).
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import random
 from typing import Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pytest_goodput.sim.drift import lognormal_sigma
 
 ENV_PREFIX = "GOODPUT_SIM_"
 
@@ -78,6 +82,9 @@ class SimProfile(BaseModel):
     # --- faults and regressions ----------------------------------------------------------
     slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
     time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")
+    launch_cv: float = Field(
+        0.0, ge=0, le=1, description="launch-to-launch spread: each start of the server draws a "
+        "level (lognormal, mean 1, this CV) that multiplies every step time of that launch")
     error_rate: float = Field(0.0, ge=0, le=1, description="fraction of requests refused outright")
     error_status: Literal[500, 429] = Field(500, description="HTTP status of injected errors")
     stall_prob: float = Field(0.0, ge=0, le=1, description="fraction of streams stalled once")
@@ -106,6 +113,16 @@ class SimProfile(BaseModel):
     @property
     def num_blocks(self) -> int:
         return self.kv_capacity_tokens // self.block_size
+
+    def launched(self) -> "SimProfile":
+        """This profile as one launch runs it: with ``launch_cv``, ``slowdown`` times a level
+        drawn afresh per start (from the OS's entropy: every launch differs, as a real
+        engine's placement and warm-up do)."""
+        if self.launch_cv <= 0:
+            return self
+        s = lognormal_sigma(self.launch_cv)
+        level = math.exp(random.SystemRandom().gauss(-s * s / 2.0, s))
+        return self.model_copy(update={"slowdown": self.slowdown * level})
 
     @property
     def step_factor(self) -> float:

@@ -83,7 +83,7 @@ class SimEngine:
     """Owns the model, the stepping task, the fault RNG and the trace file."""
 
     def __init__(self, profile: SimProfile, trace_path: Optional[str] = None) -> None:
-        self.profile = profile
+        self.profile = profile = profile.launched()  # launch_cv: this launch's own level
         self.model = EngineModel(profile, degrade_schedule(profile))
         self.streams: dict[str, _Stream] = {}
         self._wake = asyncio.Event()
