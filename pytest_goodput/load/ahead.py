@@ -16,7 +16,6 @@ which exists only when that turn ended (``conversation.py`` encodes it then).
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
 from typing import Any, Iterator, Optional
 
@@ -40,7 +39,8 @@ class AheadBodies:
         self.indices, self.supply, self.limit = indices, supply, limit
         self.frame = getattr(client, "body_frame", None)
         self.ahead = max(8, 2 * users)
-        self.queue: collections.deque[int] = collections.deque()  # peeked indices, in order
+        self.queue: list[int] = []  # peeked indices, in order, from ``head`` on (a list: O(1) indexing)
+        self.head = 0
         self.bodies: dict[int, bytes] = {}
         self.held_bytes = 0
         self.built = self.taken = self.late = 0
@@ -52,19 +52,24 @@ class AheadBodies:
 
     def _peek(self, k: int) -> Optional[int]:
         """The ``k``-th index still to be sent (0: the next), or None past the end."""
-        while len(self.queue) <= k:
+        while len(self.queue) - self.head <= k:
             i = next(self.indices, None)
             if i is None:
                 return None
             self.queue.append(i)
-        return self.queue[k]
+        return self.queue[self.head + k]
 
     def next_index(self) -> Optional[int]:
         """The next index to send (None: none left)."""
-        if self._peek(0) is None:
+        i = self._peek(0)
+        if i is None:
             return None
-        self.handed = self.queue.popleft()
-        return self.handed
+        self.head += 1
+        if self.head >= 4096 and self.head * 2 >= len(self.queue):
+            del self.queue[:self.head]
+            self.head = 0
+        self.handed = i
+        return i
 
     def take(self, plan: RequestPlan) -> None:
         """Give ``plan`` its body if it was built (else the client builds it when sending)."""
@@ -99,17 +104,21 @@ class AheadBodies:
         self.built += 1
 
     def _target(self) -> Optional[int]:
-        """The next index to build, or None while the window is full or nothing is left."""
+        """The next index to build, or None while the window is full or nothing is left.
+
+        The built bodies waiting are the first indices of the queue (built and taken in
+        order), so the next to build sits right after them: no scan of the window."""
         if len(self.bodies) >= self.ahead or (self.bodies and self.held_bytes >= AHEAD_BYTES):
             return None
-        for k in range(self.ahead):
+        k = len(self.bodies)
+        while True:
             i = self._peek(k)
             if not self._buildable(i):
                 return None
             assert i is not None
             if i > self.last_built:
                 return i
-        return None
+            k += 1
 
     def prefill(self) -> None:
         """Build the first bodies now (before the phase's clock starts)."""
