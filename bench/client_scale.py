@@ -10,7 +10,9 @@ CLOCK_MONOTONIC, the clock both clients stamp with):
 * receive lag: the client's read of each first token - the server's write of it (P50/P99);
 * TTFT error against the server's truth: reported TTFT - (server first write - server read of
   the request), P50 / P99 of the differences' distributions' percentiles (reported P - true P);
-  "client-side" error: reported - (first write - the client's own ``sent_at``);
+  "client-side" error: reported - (first write - the client's own ``sent_at``); and how long
+  after ``sent_at`` the server read the request (with capture, after the departure: the
+  server's own read delay, which no client sees on the wire);
 * client CPU per request and per chunk (this client: the worker's phase CPU, excluding the
   parsing after the run; the raw client: the process CPU over its run);
 * for this client, the self-check's verdict.
@@ -24,6 +26,8 @@ Parts (``--part``):
   requests per stream): the ratio of this client's receive-lag P99 to the raw client's;
 * ``open``: open-loop Poisson 500 and 2,000 req/s for 5 s (TTFT 5 ms, 4 tokens 2 ms apart):
   send lag, CPU per request (the anchor: ~47 us in MLPerf's client, AIPerf paces to ~50 us);
+* ``request``: a closed loop of 8 streams of one token each (first token 1 ms after the read),
+  2,000 requests: CPU per request with no spinning and one chunk per request;
 * ``capture``: 64 streams with ``capture="on"`` beside ``--busy`` neighbours (one CPU-bound
   process per core): TTFT P50 / P99 error <= 1 / 3 ms against the server's truth, or the run
   judged invalid - never valid and wrong.
@@ -31,6 +35,7 @@ Parts (``--part``):
     python bench/client_scale.py --part c64 --runs 10
     python bench/client_scale.py --part wide
     python bench/client_scale.py --part open
+    python bench/client_scale.py --part request
     python bench/client_scale.py --part capture --busy --runs 3
 """
 
@@ -86,7 +91,7 @@ def truth(url: str) -> dict[str, Any]:
 def judge_rows(rows: list[tuple[Optional[str], Optional[float], Optional[float], Optional[float]]],
                log: dict[str, Any]) -> dict[str, float]:
     """rows: (response id, first-token read, reported TTFT ms, client sent_at) per measured request."""
-    lag, rep, true_srv, true_cli = [], [], [], []
+    lag, rep, true_srv, true_cli, read_after = [], [], [], [], []
     for rid, first, ttft, sent in rows:
         e = log.get(rid or "")
         if e is None or not e["token_writes"] or first is None or ttft is None:
@@ -97,9 +102,11 @@ def judge_rows(rows: list[tuple[Optional[str], Optional[float], Optional[float],
         true_srv.append((w - e["read_at"]) * 1e3)
         if sent is not None:
             true_cli.append((w - sent) * 1e3)
+            read_after.append((e["read_at"] - sent) * 1e3)
     return {"n": len(lag), "lag_p50": pct(lag, 50), "lag_p99": pct(lag, 99),
             "err_p50": pct(rep, 50) - pct(true_srv, 50), "err_p99": pct(rep, 99) - pct(true_srv, 99),
-            "cli_err_p99": pct(rep, 99) - pct(true_cli, 99) if true_cli else float("nan")}
+            "cli_err_p99": pct(rep, 99) - pct(true_cli, 99) if true_cli else float("nan"),
+            "read_p50": pct(read_after, 50), "read_p99": pct(read_after, 99)}
 
 
 def ours(spec: ScenarioSpec, url: str) -> dict[str, Any]:
@@ -156,7 +163,7 @@ def show(label: str, client: str, r: dict[str, Any], j: dict[str, float]) -> Non
         extra += f"  departure - stamp P99 {r['departure_p99']:.3f} ms"
     print(f"{label:>14} {client:>5}: n {j['n']:4d}  receive lag P50/P99 {j['lag_p50']:.2f}/{j['lag_p99']:.2f} ms  "
           f"TTFT error vs server P50/P99 {j['err_p50']:+.2f}/{j['err_p99']:+.2f} ms (client-side P99 "
-          f"{j['cli_err_p99']:+.2f})  CPU {r['cpu_req_us']:.0f} us/req {r['cpu_chunk_us']:.1f} us/chunk"
+          f"{j['cli_err_p99']:+.2f}; server read - sent_at P50/P99 {j['read_p50']:.2f}/{j['read_p99']:.2f})  CPU {r['cpu_req_us']:.0f} us/req {r['cpu_chunk_us']:.1f} us/chunk"
           f"{extra}  {verdict}  load {os.getloadavg()[0]:.2f}", flush=True)
     if r.get("reasons"):
         print(f"{'':>22}{'; '.join(r['reasons'])}", flush=True)
@@ -188,7 +195,7 @@ def side_by_side(label: str, spec: ScenarioSpec, url: str, port: int, tokens: in
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["c64", "wide", "open", "capture"], required=True)
+    ap.add_argument("--part", choices=["c64", "wide", "open", "capture", "request"], required=True)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--busy", action="store_true", help="one CPU-bound neighbour process per core")
     ap.add_argument("--streams", default="256,1024", help="wide: stream counts")
@@ -218,6 +225,11 @@ def main() -> int:
                                     isl=16, osl=32, timeout_s=120)
                 a, ja, b, jb = side_by_side(f"{n} streams", spec, url, port, 32)
                 print(f"{'':>22}receive-lag P99 ratio (ours / raw) {ja['lag_p99'] / jb['lag_p99']:.2f}", flush=True)
+        elif args.part == "request":
+            proc, url, port = start_server(1, 1)
+            spec = ScenarioSpec(scenario="concurrency", concurrency=8, requests=2000, warmup_requests=0,
+                                isl=16, osl=1, timeout_s=30)
+            side_by_side("8 streams x 1 token", spec, url, port, 1)
         else:
             proc, url, port = start_server(5, 2)
             for rate in (float(x) for x in args.rates.split(",")):

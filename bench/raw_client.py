@@ -19,6 +19,8 @@ from typing import Optional
 
 ID = re.compile(rb'"id":\s*"([^"]+)"')
 TEXT = re.compile(rb'"text":\s*"[^"]')
+#: A response not ended by then is given up (its connection closed).
+EXCHANGE_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -58,7 +60,8 @@ class Conn(asyncio.Protocol):
         if ex is None:
             return
         ex.reads.append((time.perf_counter(), data))
-        if data.endswith(b"0\r\n\r\n"):
+        tail = data if len(data) >= 5 or len(ex.reads) < 2 else ex.reads[-2][1][-5:] + data
+        if tail.endswith(b"0\r\n\r\n"):  # the chunked terminator, even split over two reads
             ex.end_at = ex.reads[-1][0]
             self.ex = None
             if self.done is not None and not self.done.done():
@@ -69,7 +72,11 @@ class Conn(asyncio.Protocol):
         ex.sent_at = time.perf_counter()
         assert self.transport is not None
         self.transport.write(request)
-        await self.done
+        try:
+            await asyncio.wait_for(self.done, EXCHANGE_TIMEOUT_S)
+        except asyncio.TimeoutError:  # counted as a request without a first token, never a hang
+            self.ex = None
+            self.transport.close()
         return ex
 
 
@@ -116,7 +123,8 @@ async def open_loop(host: str, port: int, offsets: list[float], max_tokens: int,
     async def one(at: float) -> None:
         c = idle.pop() if idle else await _connect(host, port)
         out.append(await c.exchange(req, Exchange(at)))
-        idle.append(c)
+        if c.transport is not None and not c.transport.is_closing():
+            idle.append(c)
 
     for off in offsets:
         at = t0 + off
@@ -126,6 +134,6 @@ async def open_loop(host: str, port: int, offsets: list[float], max_tokens: int,
         tasks.append(loop.create_task(one(at)))
     await asyncio.gather(*tasks)
     for c in idle:
-        assert c.transport is not None
-        c.transport.close()
+        if c.transport is not None:
+            c.transport.close()
     return out
