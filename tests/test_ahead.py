@@ -97,3 +97,26 @@ def test_a_conversation_builds_its_own_bodies():
     worker = Worker(Init(spec, "http://127.0.0.1:9", "m", None, 2, 1), Recorder(), lambda m: None)
     worker.prepare(Job(False, users=2, conversations=True, items=items(8)))
     assert worker.ahead is None
+
+
+def test_a_supply_that_grows_mid_run_is_built_ahead_again():
+    # a duration-bounded run's supply holds 4 items at first and doubles when a request
+    # outgrows it (at index 4, then 8); the two users' requests end together (20 ms each), so
+    # they ask for 4 and 5 (then 8 and 9) at once, before the window could build them: those
+    # four are encoded at their send, every other one ahead, the window filling again after
+    # each growth
+    spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=60.0, warmup_requests=0)
+    client = Recorder()
+    supply = Supply(spec, 0, None, None, 1, items=items(4))
+    indices = iter(range(12))
+
+    async def main() -> AheadBodies:
+        bodies = AheadBodies(indices, supply, client, 2)
+        client.bodies = bodies
+        bodies.prefill()
+        await closed_loop(spec.model_copy(update={"requests": 12}), client, 2, supply,
+                          SelfCheck(open_loop=False), ProgressTicker(None, 0), bodies=bodies)
+        return bodies
+
+    bodies = asyncio.run(main())
+    assert bodies.taken == 12 and client.built_by_send == bodies.late == 4

@@ -75,12 +75,12 @@ class AheadBodies:
         """Give ``plan`` its body if it was built (else the client builds it when sending)."""
         body = self.bodies.pop(plan.index, None)
         self.taken += 1
+        self._room.set()  # room in the window, or (a duration-bound run) a supply grown since
         if body is None:
             self.late += self.frame is not None
             return
         self.held_bytes -= len(body)
         plan.body = body
-        self._room.set()
 
     def _buildable(self, i: Optional[int]) -> bool:
         return (i is not None and self.frame is not None and (self.limit is None or i < self.limit)
