@@ -89,7 +89,8 @@ class _Conn(asyncio.Protocol):
 
     def __init__(self, server: RefServer) -> None:
         self.srv = server
-        self.buf = b""
+        self.buf = bytearray()  # appended in place: a 600 kB body in 64 kB reads is not copied per read
+        self.head: tuple[int, list[str], dict, int] | None = None  # the pending request's parsed head
         self.busy = False
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task | None = None
@@ -105,23 +106,34 @@ class _Conn(asyncio.Protocol):
         self.buf += data
         self._next()
 
+    def _parse_head(self) -> tuple[int, list[str], dict, int] | None:
+        """The pending request's head, parsed once (not again for each read of its body)."""
+        if self.head is None:
+            head_end = self.buf.find(b"\r\n\r\n")
+            if head_end < 0:
+                return None
+            head = self.buf[:head_end].decode("latin-1").split("\r\n")
+            headers = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            end = head_end + 4 + int(headers.get("content-length", "0"))
+            self.head = (head_end, head, headers, end)
+        return self.head
+
     def _next(self) -> None:
         if self.busy:
             return
-        head_end = self.buf.find(b"\r\n\r\n")
-        if head_end < 0:
+        parsed = self._parse_head()
+        if parsed is None:
             return
-        head = self.buf[:head_end].decode("latin-1").split("\r\n")
-        headers = {}
-        for line in head[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        length = int(headers.get("content-length", "0"))
-        end = head_end + 4 + length
+        head_end, head, headers, end = parsed
         if len(self.buf) < end:
             return
         read_at = perf()
-        body, self.buf = self.buf[head_end + 4 : end], self.buf[end:]
+        body = bytes(self.buf[head_end + 4 : end])
+        del self.buf[:end]
+        self.head = None
         method, path, _ = head[0].split(" ", 2)
         self.busy = True
         self.task = asyncio.get_running_loop().create_task(self._handle(method, path, headers, body, read_at))

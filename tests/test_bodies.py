@@ -161,3 +161,13 @@ def test_a_trace_replay_writes_no_request_before_its_deadline_and_sends_its_prom
         assert entry["body_sha256"] == hashlib.sha256(encoder.build_body(plan)).hexdigest()
         # handed to the client ahead of its deadline, written at it: never early
         assert r.sent_at >= r.scheduled_at and entry["read_at"] >= r.scheduled_at
+
+
+def test_a_frame_is_encoded_once_per_max_tokens_and_stays_exact():
+    client = OpenAIClient("http://127.0.0.1:9", "m", extra_body={"top_k": 3})
+    a, b, c = (RequestPlan(i, "p", None, n, 0.0) for i, n in ((0, 16), (1, 16), (2, 32)))
+    assert client.body_frame(a) is client.body_frame(b)  # the same max_tokens: one encoding
+    assert client.body_frame(c) != client.body_frame(a)
+    for plan in (a, c):
+        assert client.build_body(plan) == encode_body(plan, "p", model="m", chat=False, stream=True,
+                                                      ignore_eos=True, extra={"top_k": 3})

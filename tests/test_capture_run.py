@@ -121,11 +121,15 @@ def test_a_blocked_loop_invalidates_the_run_only_without_capture(
     assert off["receive_timestamps"]["source"] == "read"
     code, on = runs["on"]
     ts = on["receive_timestamps"]
-    assert ts["source"] == "capture" and ts["packets_dropped"] == 0
-    assert ts["responses"] == ts["responses_mapped"] == 24 + on["spec"]["warmup_requests"]
-    assert ts["events"] == ts["events_mapped"] > 24 * 24
+    assert ts["source"] == "capture" and ts["packets_dropped"] == 0, ts
+    assert ts["responses"] == ts["responses_mapped"] == 24 + on["spec"]["warmup_requests"], ts
+    assert ts["events"] == ts["events_mapped"] > 24 * 24, ts
     assert code == 0 and on["client"]["valid"] and on["client"]["exact_receive"], on["client"]
     assert any("not held against the run" in n for n in on["client"]["notes"])
+    # every request's sent_at is its captured departure, which the run says
+    assert ts["requests_departed"] == ts["responses"], ts
+    assert off["receive_timestamps"]["requests_departed"] == 0
+    assert any(n.startswith("departures from the capture for") for n in on["client"]["notes"]), on["client"]
 
 
 @pytest.mark.parametrize("command", [

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from pytest_goodput.load.health import LoopLagMonitor, judge
-from pytest_goodput.load.stalls import read_bounds, request_delays
+from pytest_goodput.load.stalls import Stalls, read_bounds, request_delays
 from pytest_goodput.measure.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import judge_loop_lag
 from pytest_goodput.measure.stall_rule import delayed_count, stall_reason, too_many
@@ -27,7 +27,7 @@ def exchange(index: int, sent: float, reads: list[float], warmup: bool = False) 
 
 
 def bounds(ex: RawExchange, stalls: list[tuple[float, float]]) -> tuple[float, float]:
-    ttft, tpot = read_bounds(ex, stalls, [e for _, e in stalls])
+    ttft, tpot = read_bounds(ex, Stalls(stalls))
     return round(ttft * 1e3, 6), round(tpot * 1e3, 6)
 
 
@@ -55,6 +55,29 @@ def test_a_stall_mid_stream_spreads_over_the_chunk_gaps():
     # TPOT high by at most 60 / 10 = 6 ms; the first token (20 ms) came before the stall.
     reads = [0.020 + 0.020 * k for k in range(11)]
     assert bounds(exchange(0, 0.0, reads), [(0.100, 0.160)]) == (0.0, 6.0)
+
+
+def test_two_stalls_within_the_slack_of_the_first_read_take_the_longer_bound():
+    # stalls 10..50 ms and 52..60 ms, first content read at 53 ms, within both stalls' slack: the first may have waited 50 - 10 = 40 ms (first stall), the second 53 - 52 = 1 ms
+    reads = [0.053 + 0.010 * k for k in range(5)]
+    assert bounds(exchange(0, 0.0, reads), [(0.010, 0.050), (0.052, 0.060)])[0] == 40.0
+
+
+def test_stalls_overlap_is_summed_over_many_windows_and_cut_at_the_stream():
+    # stream 20..220 ms; stalls 0..30 (10 ms inside), 100..110, 120..130, 215..300 (5 ms):
+    # overlap 10 + 10 + 10 + 5 = 35 ms over 10 gaps = 3.5 ms
+    reads = [0.020 + 0.020 * k for k in range(11)]
+    stalls = [(0.0, 0.030), (0.100, 0.110), (0.120, 0.130), (0.215, 0.300)]
+    assert bounds(exchange(0, 0.0, reads), stalls)[1] == 3.5
+
+
+def test_the_rule_reads_only_a_streams_first_events_to_find_its_first_content():
+    # the events after the first content are counted by their framing, never decoded: a
+    # stream whose later bytes are no JSON at all still has its bound
+    reads = [0.020 + 0.020 * k for k in range(11)]
+    ex = exchange(0, 0.0, reads)
+    ex.reads[1:11] = [(t, b"data: {not json\n\n") for t, _ in ex.reads[1:11]]
+    assert bounds(ex, [(0.100, 0.160)]) == (0.0, 6.0)
 
 
 def test_delays_keep_measured_requests_over_3ms_and_late_sends():

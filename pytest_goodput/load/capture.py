@@ -28,8 +28,9 @@ from urllib.parse import urlsplit
 
 from pytest_goodput.load.client.capture_process import open_socket
 from pytest_goodput.measure.exchange import RawExchange
-from pytest_goodput.measure.packets import segments, streams
-from pytest_goodput.measure.retime import ClockMap, retime_all
+from pytest_goodput.measure.metrics import distribution
+from pytest_goodput.measure.packets import departures, segments, streams
+from pytest_goodput.measure.retime import ClockMap, depart_all, retime_all
 from pytest_goodput.schema.results import ReceiveTimestamps
 
 #: Seconds the capture process may take to start, and to drain and exit.
@@ -181,7 +182,11 @@ def finish(cap: Optional[PacketCapture], why: Optional[str],
     (m0, off0, b0), (m1, off1, b1) = cap.clock0, cap.clock1
     clock = ClockMap(m0, off0, m1, off1, max(b0, b1))
     segs = segments(blob)
-    return retime_all(exchanges, streams(segs, cap.port), clock, packets=len(segs),
-                      dropped=int(cap.stats.get("dropped", 0)))
+    departed, lags = depart_all(exchanges, departures(segs, cap.port), clock)
+    incoming = sum(1 for seg in segs if seg.sport == cap.port)
+    stamps = retime_all(exchanges, streams(segs, cap.port), clock, packets=incoming,
+                        dropped=int(cap.stats.get("dropped", 0)))
+    return stamps.model_copy(update={"requests_departed": departed,
+                                     "departure_lag_ms": distribution(lags)})
 
 

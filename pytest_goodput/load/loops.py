@@ -12,6 +12,7 @@ import itertools
 import time
 from typing import Callable, Iterable, Iterator, Optional, Protocol
 
+from pytest_goodput.load.ahead import AheadBodies
 from pytest_goodput.load.bodies import BodyWindow
 from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
 from pytest_goodput.load.health import SelfCheck
@@ -110,7 +111,7 @@ async def closed_loop(
     spec: ScenarioSpec, client: Sender, users: int, supply: Supply, check: SelfCheck,
     prog: ProgressTicker, *, first: int = 0, count: Optional[int] = None, batch: bool = False,
     warmup: Optional[bool] = None, indices: Optional[Iterator[int]] = None,
-    t0: Optional[float] = None, budget: Optional[int] = None,
+    t0: Optional[float] = None, budget: Optional[int] = None, bodies: Optional[AheadBodies] = None,
 ) -> list[RawExchange]:
     """``users`` loops, each sending its next request when its last one ends.
 
@@ -119,10 +120,13 @@ async def closed_loop(
     flag and ``count`` caps the phase (offline phases); otherwise the spec's warm-up rules,
     ``requests`` and ``duration_s`` apply. A worker of the plan passes the
     increasing global ``indices`` it owns, the common start ``t0`` (slept until) and its
-    share ``budget`` of the measured requests (default ``spec.requests``).
+    share ``budget`` of the measured requests (default ``spec.requests``). ``bodies`` (built
+    over the same ``supply``) takes the indices and has their bodies built ahead (``ahead.py``).
     """
     clock = time.perf_counter
     counter = indices if indices is not None else itertools.count(first)
+    if bodies is not None:
+        counter = iter(bodies.next_index, None)
     if t0 is not None:
         await sleep_until(t0)
     begin = clock() if t0 is None else t0
@@ -148,7 +152,10 @@ async def closed_loop(
             elif spec.duration_s is not None and now - start > spec.duration_s:
                 return None
             measured += 1
-        return supply.plan(i, begin if batch else ready, warm)
+        plan = supply.plan(i, begin if batch else ready, warm)
+        if bodies is not None:
+            bodies.take(plan)
+        return plan
 
     async def user() -> None:
         ready = begin
@@ -159,5 +166,11 @@ async def closed_loop(
             prog.tick()
             ready = ex.end_at if ex.end_at is not None else clock()
 
-    await asyncio.gather(*(user() for _ in range(users)))
+    if bodies is not None:
+        bodies.start()
+    try:
+        await asyncio.gather(*(user() for _ in range(users)))
+    finally:
+        if bodies is not None:
+            await bodies.stop()
     return out

@@ -20,6 +20,7 @@ from typing import Any, Optional
 from pytest_goodput.load.capture import begin as begin_capture
 from pytest_goodput.load.capture import finish as finish_capture
 from pytest_goodput.load.coordinator import run_plan
+from pytest_goodput.load.departures import judge_departures
 from pytest_goodput.load.loops import ProgressFn
 from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
 from pytest_goodput.load.trace import load_trace
@@ -84,11 +85,14 @@ def run_scenario(
     rate = offered_rate(out.exchanges) if sk is None else part_offered_rate(sk.part)
     if rate is not None:
         load["offered_rate"] = rate
+    health = judge_departures(
+        out.check.health(exact_receive=stamps.exact), stamps,
+        [r.send_lag_ms for r in records if not r.warmup and r.send_lag_ms is not None],
+        open_loop=out.check.open_loop, mean_gap_s=out.check.mean_gap_s)
     if sk is None:
-        result = summarize(records, spec, out.check.health(exact_receive=stamps.exact), load=load)
+        result = summarize(records, spec, health, load=load)
     else:  # a run too large to ship every record: exact counts, sketched percentiles, a sample
-        result = summarize_part(sk.part, records, spec, out.check.health(exact_receive=stamps.exact),
-                                sk.info, load=load)
+        result = summarize_part(sk.part, records, spec, health, sk.info, load=load)
     plans = (ex.plan for ex in out.exchanges) if sk is None else iter(sk.plans)
     fingerprint = prompt_set(spec, plans, unsalted_prompts(spec, tokenizer, dataset))
     update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps,

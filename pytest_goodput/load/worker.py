@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
+from pytest_goodput.load.ahead import AheadBodies
 from pytest_goodput.load.bodies import BodyWindow
 from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.load.conversation import conversation_loop, open_conversations
@@ -121,14 +122,24 @@ class Worker:
         self.init, self.client, self.emit = init, client, emit
         self.sketcher = None if init.sketch is None else Sketcher(init.sketch, init.spec, init.tokenizer)
         self.window: Optional[BodyWindow] = None
+        self.ahead: Optional[tuple[Job, Supply, AheadBodies]] = None
 
     def prepare(self, job: Job) -> None:
-        """Before the job's clock starts: an open loop's first request bodies (``bodies.py``)."""
-        self.window = None
+        """Before the job's clock starts: an open loop's first request bodies (``bodies.py``),
+        a closed loop's (``ahead.py``; not a conversation's: each turn holds the last answer)."""
+        self.window, self.ahead = None, None
         if job.open_loop and not job.conversations:
             lead = ARM_LEAD_S if getattr(self.client, "writes_on_schedule", False) else 0.0
             self.window = BodyWindow(job.plans, self.client, job.prompts, lead)
             self.window.prefill()
+        elif not job.open_loop and not job.conversations:
+            init = self.init
+            supply = Supply(init.spec, 0, init.tokenizer, init.dataset, init.salt, items=job.items or [])
+            mine = owned(job.first, job.users, job.offset, job.total_users)
+            limit = None if job.count is None else job.first + job.count
+            bodies = AheadBodies(mine, supply, self.client, job.users, limit)
+            bodies.prefill()
+            self.ahead = (job, supply, bodies)
 
     async def _loop(self, job: Job, t0: float, check: SelfCheck, prog: ProgressTicker) -> list[Any]:
         spec, init = self.init.spec, self.init
@@ -142,16 +153,20 @@ class Worker:
                 return await open_loop(self.client, _deadlines(job.plans, t0), check, prog, job.ceiling, window)
             finally:
                 await window.stop()
+        if not job.open_loop and not job.conversations:
+            if self.ahead is None or self.ahead[0] is not job:
+                self.prepare(job)  # a job run without its ``job`` message
+            assert self.ahead is not None
+            _, supply, bodies = self.ahead
+            return await closed_loop(spec, self.client, job.users, supply, check, prog, first=job.first,
+                                     count=job.count, batch=job.batch, warmup=job.warmup,
+                                     budget=job.budget, t0=t0, bodies=bodies)
         supply = Supply(spec, 0, init.tokenizer, init.dataset, init.salt, items=job.items or [])
         if job.open_loop:
             return await open_conversations(spec, self.client, supply, check, prog, job.arrivals, t0,
                                             job.ceiling)
         mine = owned(job.first, job.users, job.offset, job.total_users)
-        if job.conversations:
-            return await conversation_loop(spec, self.client, job.users, supply, check, prog, mine)
-        return await closed_loop(spec, self.client, job.users, supply, check, prog, first=job.first,
-                                 count=job.count, batch=job.batch, warmup=job.warmup,
-                                 budget=job.budget, t0=t0, indices=mine)
+        return await conversation_loop(spec, self.client, job.users, supply, check, prog, mine)
 
     async def run_job(self, job: Job, t0: float) -> Message:
         """Run ``job`` from the common start ``t0``: the ``done`` message, share and stats."""

@@ -45,6 +45,9 @@ class Wire:
     remote: tuple[str, int]
     base: int
     chunks: list[bytes] = field(default_factory=list)
+    # perf_counter when the connection was set up for this request, before any of its bytes
+    # were written: its departure is the connection's first new segment after it
+    armed_at: float = 0.0
 
 
 @dataclass(slots=True)

@@ -211,3 +211,57 @@ def stream_at(conns: list[Stream], t_ns: int) -> Optional[Stream]:
         if s.syn_ns <= t_ns:
             found = s
     return found
+
+
+@dataclass
+class Departures:
+    """One connection's client-to-server data segments as they left: ``times[i]`` (ns) the
+    departure of bytes ``starts[i]`` to ``ends[i]`` (offset 0: the byte after the client's
+    SYN). A request's departure is its connection's first segment of new data (not a
+    retransmit) that left once the request was armed (``first_after``)."""
+
+    isn: int
+    syn_ns: int
+    times: list[int] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    reach: list[int] = field(default_factory=list)  # the highest end sent by each segment
+
+    def add(self, seq: int, payload: int, t_ns: int) -> None:
+        start = (seq - self.isn - 1) % SEQ_MOD
+        if self.reach:  # unwrap against the highest byte sent so far
+            top = self.reach[-1]
+            delta = (start - top) % SEQ_MOD
+            start = top + (delta - SEQ_MOD if delta >= SEQ_MOD // 2 else delta)
+        self.times.append(t_ns)
+        self.starts.append(start)
+        self.ends.append(start + payload)
+        self.reach.append(max(start + payload, self.reach[-1] if self.reach else 0))
+
+    def first_after(self, t_ns: int) -> Optional[int]:
+        """When the first new bytes at or after ``t_ns`` left (ns), or None if none did."""
+        i = bisect_right(self.times, t_ns - 1)
+        sent = self.reach[i - 1] if i else 0
+        for k in range(i, len(self.times)):
+            if self.ends[k] > sent:
+                return self.times[k]
+        return None
+
+
+def departures(segs: Iterable[Segment], server_port: int) -> dict[ConnKey, list[Departures]]:
+    """The client's data segments to ``server_port``, per connection (its SYN begins one),
+    oldest first per four addresses; a connection whose SYN was not captured is left out."""
+    out: dict[ConnKey, list[Departures]] = {}
+    for seg in sorted(segs, key=lambda s: s.t_ns):
+        if seg.dport != server_port:
+            continue
+        key = (seg.src, seg.sport, seg.dst, seg.dport)
+        conns = out.get(key)
+        if seg.flags & SYN:
+            if seg.flags & ACK or (conns and conns[-1].isn == seg.seq):
+                continue  # not the client's, or a retransmitted SYN
+            out.setdefault(key, []).append(Departures(seg.seq, seg.t_ns))
+            continue
+        if conns and seg.payload > 0:
+            conns[-1].add(seg.seq, seg.payload, seg.t_ns)
+    return out

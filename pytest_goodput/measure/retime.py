@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.measure.exchange import RawExchange
 from pytest_goodput.measure.metrics import distribution
-from pytest_goodput.measure.packets import ConnKey, Stream, address, stream_at
+from pytest_goodput.measure.packets import ConnKey, Departures, Stream, address, stream_at
 from pytest_goodput.measure.sse import SSEParser
 from pytest_goodput.schema.results import ReceiveTimestamps
 
@@ -277,6 +277,38 @@ def retime_all(exchanges: list[RawExchange], conns: dict[ConnKey, list[Stream]],
         clock_error_ms=clock.error_ns / 1e6, receive_lag_ms=distribution(lags),
         end_lag_ms=distribution(end_lags),
     )
+
+
+def depart_all(exchanges: list[RawExchange], conns: dict[ConnKey, list[Departures]],
+               clock: ClockMap) -> tuple[int, list[float]]:
+    """Set each request's ``sent_at`` to its captured departure; return how many were found
+    and, per request, departure - the client's stamp (ms).
+
+    A request's departure is the first segment of new bytes its connection sent after it was
+    armed (``Wire.armed_at``, before any of its bytes were written; HTTP/1.1 without
+    pipelining: the previous request's bytes had all left before its response came). The
+    client's stamp is taken just before its write; the kernel may send it later (the process
+    descheduled between the two, a full send buffer). A request without a captured departure
+    keeps its stamp."""
+    found, lags = 0, []
+    for ex in exchanges:
+        w = ex.wire
+        if w is None or ex.sent_at is None:
+            continue
+        key = (address(w.local[0]), w.local[1], address(w.remote[0]), w.remote[1])
+        armed = clock.to_real(w.armed_at)
+        conn = None
+        for one in conns.get(key, []):
+            if one.syn_ns <= armed:
+                conn = one
+        t = conn.first_after(armed) if conn is not None else None
+        if t is None:
+            continue
+        departed = clock.to_mono(t)
+        lags.append((departed - ex.sent_at) * 1e3)
+        ex.sent_at = departed
+        found += 1
+    return found, lags
 
 
 def think_time_note(stamps: ReceiveTimestamps) -> Optional[str]:

@@ -224,6 +224,11 @@ class ReceiveTimestamps(_Model):
     end_lag_ms: Distribution = Field(
         default_factory=Distribution, description="read-time end - packet time of the last byte, per "
         "mapped response: in a closed loop, think time the client added before the next request")
+    requests_departed: int = Field(
+        0, description="requests whose departure (sent_at) is their first captured outgoing segment")
+    departure_lag_ms: Distribution = Field(
+        default_factory=Distribution, description="captured departure - the client's stamp before "
+        "its write, per departed request: how late the stamp alone would have made sent_at")
 
     @property
     def mapped_fraction(self) -> Optional[float]:

@@ -5,7 +5,8 @@ Run as ``python -m pytest_goodput.load.client.capture_process PORT FILE`` by
 starved together with the client's event loop (it also asks for a raised priority). An
 ``AF_PACKET`` socket (every interface, ``SOCK_DGRAM``: records start at the network header)
 with a classic BPF filter (``SO_ATTACH_FILTER``) keeps only incoming TCP segments from the
-engine's port, cut to their headers; ``SO_TIMESTAMPNS`` gives each its kernel arrival time
+engine's port, cut to their headers; a second one keeps the client's outgoing segments to
+that port (requests' departures); ``SO_TIMESTAMPNS`` gives each its kernel arrival time
 (CLOCK_REALTIME), however late it is read. Each segment becomes one record
 (``measure.packets.RECORD``); when standard input closes, the process drains what the
 kernel still holds, prints its packet and drop counts (JSON) and exits. Kept free of the
@@ -69,6 +70,18 @@ def bpf_program(port: int) -> list[tuple[int, int, int, int]]:
     ]
 
 
+def departures_program(port: int) -> list[tuple[int, int, int, int]]:
+    """Classic BPF: the client's outgoing IPv4/IPv6 TCP segments to ``port``, cut short.
+
+    The same program as :func:`bpf_program` with the packet-type test inverted (outgoing
+    copies only: on loopback each segment also shows as incoming, and a remote engine's are
+    only outgoing) and the destination port tested: a request's departure."""
+    prog = bpf_program(port)
+    prog[1] = (0x15, 0, 16, PACKET_OUTGOING)  # not outgoing -> drop
+    prog[15] = (0x48, 0, 0, 2)  # A = destination port
+    return prog
+
+
 def open_socket() -> socket.socket:
     """A packet socket on every interface; ``PermissionError`` without CAP_NET_RAW."""
     if not hasattr(socket, "AF_PACKET"):
@@ -76,15 +89,15 @@ def open_socket() -> socket.socket:
     return socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
 
 
-def _attach_filter(sock: socket.socket, port: int) -> None:
-    prog = bpf_program(port)
+def _attach_filter(sock: socket.socket, prog: list[tuple[int, int, int, int]]) -> None:
     buf = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *ins) for ins in prog))
     fprog = struct.pack("HL", len(prog), ctypes.addressof(buf))
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
 
 
-def _drain(sock: socket.socket, out: BinaryIO) -> int:
-    """Read every packet the kernel holds; write the incoming ones. Returns how many."""
+def _drain(sock: socket.socket, out: BinaryIO, outgoing: bool = False) -> int:
+    """Read every packet the kernel holds; write the incoming ones (``outgoing``: the outgoing
+    ones). Returns how many."""
     n = 0
     space = socket.CMSG_SPACE(16)
     write = out.write
@@ -93,7 +106,7 @@ def _drain(sock: socket.socket, out: BinaryIO) -> int:
             data, anc, _flags, addr = sock.recvmsg(SNAP_BYTES, space, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return n
-        if addr[2] == PACKET_OUTGOING:
+        if (addr[2] == PACKET_OUTGOING) != outgoing:
             continue
         t_ns = time.time_ns()  # only when the kernel gave no stamp
         for level, kind, value in anc:
@@ -105,12 +118,12 @@ def _drain(sock: socket.socket, out: BinaryIO) -> int:
         n += 1
 
 
-def main(argv: list[str]) -> int:
-    """``PORT FILE``; prints READY, captures until stdin closes."""
-    port, path = int(argv[0]), argv[1]
+def _socket(prog: list[tuple[int, int, int, int]]) -> socket.socket:
+    """A stamped packet socket with ``prog`` attached and a large buffer, emptied of what it
+    caught before the filter was on."""
     sock = open_socket()
     try:
-        _attach_filter(sock, port)
+        _attach_filter(sock, prog)
     except OSError:
         pass  # the parent's parser filters as well
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -118,23 +131,35 @@ def main(argv: list[str]) -> int:
         sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF_BYTES)
     except OSError:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
+    outgoing = prog[1][2] == 0  # departures_program: only outgoing copies pass
+    _drain(sock, open(os.devnull, "wb"), outgoing=outgoing)
+    return sock
+
+
+def main(argv: list[str]) -> int:
+    """``PORT FILE``; prints READY, captures until stdin closes."""
+    port, path = int(argv[0]), argv[1]
+    sock, dep = _socket(bpf_program(port)), _socket(departures_program(port))
     try:
         os.setpriority(os.PRIO_PROCESS, 0, CAPTURE_PRIORITY)
     except OSError:
         pass
-    _drain(sock, open(os.devnull, "wb"))  # anything queued before the filter was attached
     count = 0
     with open(path, "wb", buffering=1 << 20) as out:
         print("READY", flush=True)
         while True:
-            ready, _, _ = select.select([sock, sys.stdin], [], [], 0.5)
+            ready, _, _ = select.select([sock, dep, sys.stdin], [], [], 0.5)
             if sock in ready:
                 count += _drain(sock, out)
+            if dep in ready:
+                count += _drain(dep, out, outgoing=True)
             if sys.stdin in ready and not sys.stdin.buffer.read1(4096):
-                count += _drain(sock, out)
+                count += _drain(sock, out) + _drain(dep, out, outgoing=True)
                 break
-    stats = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
-    packets, drops = struct.unpack("II", stats)
+    packets = drops = 0
+    for one in (sock, dep):
+        got, lost = struct.unpack("II", one.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        packets, drops = packets + got, drops + lost
     print(json.dumps({"written": count, "kernel_packets": packets, "dropped": drops,
                       "cpu_s": round(time.process_time(), 4)}), flush=True)
     return 0

@@ -83,7 +83,7 @@ def install_protocol(
             super().connection_made(transport)
 
         def set_response_params(self, *args: Any, **kwargs: Any) -> None:
-            self.wire = Wire(self.ends[0], self.ends[1], self.delivered)
+            self.wire = Wire(self.ends[0], self.ends[1], self.delivered, armed_at=perf_counter())
             super().set_response_params(*args, **kwargs)
 
         def data_received(self, data: bytes) -> None:

@@ -137,6 +137,7 @@ class OpenAIClient:
         self._close_seen: Any = None  # asyncio.Event, made on the client's loop
         self._errors: tuple[type[BaseException], ...] = ()
         self._connect_timeout_error: type[BaseException] = TimeoutError
+        self._frames: dict[int, tuple[bytes, bytes] | None] = {}  # body frames by max_tokens
 
     def __repr__(self) -> str:  # never shows the API key
         return redact(f"OpenAIClient({self.base_url!r}, model={self.model!r}, api={self.api!r})")
@@ -220,8 +221,17 @@ class OpenAIClient:
 
     def body_frame(self, plan: RequestPlan) -> tuple[bytes, bytes] | None:
         """``plan``'s body before and after its prompt's JSON string contents (``body.py``);
-        None when the prompt is not one string of it (a conversation's history)."""
-        return None if plan.messages else split_frame(self._body(plan, PROMPT_SLOT))
+        None when the prompt is not one string of it (a conversation's history).
+
+        Without images a frame depends on ``max_tokens`` alone: it is encoded once per value."""
+        if plan.messages:
+            return None
+        if plan.images:
+            return split_frame(self._body(plan, PROMPT_SLOT))
+        frame = self._frames.get(plan.max_tokens)
+        if frame is None:
+            frame = self._frames[plan.max_tokens] = split_frame(self._body(plan, PROMPT_SLOT))
+        return frame
 
     async def send(self, plan: RequestPlan, spin_s: float = SPIN_S) -> RawExchange:
         """Send one request and return its raw exchange. Never raises for a failed request.
