@@ -9,7 +9,6 @@ engine's slot cache shows in ``usage.prompt_tokens_details.cached_tokens``. Need
 
 from __future__ import annotations
 
-import sys
 from typing import Iterator
 
 import pytest
@@ -17,24 +16,18 @@ import pytest
 pytest.importorskip("xllamacpp", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
 pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytest-goodput[llamacpp]'")
 
-from pytest_goodput.engines.engine import Engine, launch  # noqa: E402
-from pytest_goodput.engines.tinyllama import write_tiny_llama  # noqa: E402
+from pytest_goodput.engines.engine import Engine  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
 from pytest_goodput.schema.results import RunResult  # noqa: E402
 from pytest_goodput.schema.spec import build_spec  # noqa: E402
+from tiny_llamacpp import ALIAS, two_slot_engine  # noqa: E402
 
 pytestmark = [pytest.mark.llamacpp]
-
-ALIAS = "tiny"
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """Two slots, one compute thread, niced so the client keeps its share of the CPU."""
-    model = write_tiny_llama(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
-    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest_goodput.engines.llamacpp_server",
-           "--model", model, "--port", "{port}", "--parallel", "2", "--threads", "1", "--alias", ALIAS]
-    with launch(cmd, ready_timeout_s=60) as eng:
+    with two_slot_engine(tmp_path_factory) as eng:
         yield eng
 
 

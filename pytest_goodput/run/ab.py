@@ -115,9 +115,13 @@ def _relaunched(base: Engine, head: Engine) -> float:
 
 def relaunch_note(starts: list[float]) -> str:
     """What relaunching each round cost, and what it bought."""
+    return (f"each round relaunched both engines ({_spent(starts, 2 * len(starts))}): "
+            "launch-to-launch spread is in the rounds' spread")
+
+
+def _spent(starts: list[float], count: int) -> str:
     total = math.fsum(starts)
-    return (f"each round relaunched both engines ({2 * len(starts)} starts, {total / (2 * len(starts)):.1f} s "
-            f"each, {total:.0f} s of the job): launch-to-launch spread is in the rounds' spread")
+    return f"{count} starts, {total / count:.1f} s each, {total:.0f} s of the job"
 
 
 #: Said when both engines served every round from one launch each.
@@ -136,9 +140,7 @@ def _alone(engine: Engine, other: Engine) -> float:
 
 def exclusive_note(starts: list[float]) -> str:
     """What one engine at a time cost: the fresh starts and their seconds."""
-    total = math.fsum(starts)
-    return (f"one engine at a time: each run started its engine afresh ({len(starts)} starts, "
-            f"{total / len(starts):.1f} s each, {total:.0f} s of the job)")
+    return f"one engine at a time: each run started its engine afresh ({_spent(starts, len(starts))})"
 
 
 def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None = None,
