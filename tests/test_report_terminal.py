@@ -19,6 +19,7 @@ from pytest_goodput.report.vocabulary import (
 )
 from pytest_goodput.report.progress import Progress
 from pytest_goodput.report.terminal import (
+    INVALID_REMEDY,
     failure_message,
     render_summary,
     supports_unicode,
@@ -123,6 +124,9 @@ def test_failure_message_slo_invalid_error():
     assert "TPOT P99" not in slo  # a held, proven SLO is not news
     inv = failure_message(fx.invalid())
     assert "invalid run" in inv and "client CPU 98% of one core" in inv
+    assert inv.splitlines()[-1] == INVALID_REMEDY  # what to change, after why
+    assert "--goodput-engine-cpus=auto" in INVALID_REMEDY and "--goodput-capture=auto" in INVALID_REMEDY
+    assert INVALID_REMEDY not in failure_message(fx.regressed())
     err = failure_message(fx.errored())
     assert "error: engine did not become ready within 60 s" in err
     assert failure_message(fx.new()).endswith("no baseline stored for this test yet")

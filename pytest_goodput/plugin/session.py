@@ -323,7 +323,8 @@ class GoodputSession:
         where = self.baseline_dir
         state = "does not exist" if not where.exists() else "holds no baseline of these tests"
         return (f"{where} {state}: no goodput test was compared, so the gate judged nothing "
-                "(record baselines with --goodput-update-baseline, or restore them)")
+                "(record baselines with --goodput-update-baseline, or restore them; in CI, "
+                "--goodput-allow-new lets a first run pass with its tests reported as new)")
 
     def missing_baselines_fail(self) -> bool:
         """Missing baselines fail the session in strict mode, and in CI unless new baselines

@@ -272,6 +272,13 @@ def _problem_lines(o: TestOutcome, ascii: bool) -> list[str]:
     return lines
 
 
+#: What an invalid run's user can change: the run measured the load generator, not the engine.
+INVALID_REMEDY = ("to measure the engine, give the client CPUs of its own (--goodput-engine-cpus=auto "
+                  "with a launched engine, --goodput-client-cpus=auto), time arrivals from a packet "
+                  "capture (--goodput-capture=auto), shard the load (--goodput-workers N), or lower "
+                  "the load (docs/guide.md, Options)")
+
+
 def failure_message(outcome: TestOutcome) -> str:
     """The readable explanation a failed (or doubtful) goodput test shows in pytest's output."""
     o = outcome
@@ -282,6 +289,8 @@ def failure_message(outcome: TestOutcome) -> str:
         if c.verdict in ("regressed", "inconclusive", "underpowered"):
             lines.append(_comparison_line(c, "->"))
     lines += _problem_lines(o, ascii=True)
+    if o.status == "invalid":
+        lines.append(INVALID_REMEDY)
     if o.status == "new":
         lines.append("no baseline stored for this test yet")
     elif o.status == "passed" and len(lines) == 1:
