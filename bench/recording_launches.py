@@ -8,8 +8,8 @@ by default this checkout. Prints the starts, the launches the product reports (w
 reports them) and the wall time::
 
     python bench/recording_launches.py
-    git archive dc9bc5c pytest_goodput | tar -x -C /tmp/before
-    python bench/recording_launches.py --tree /tmp/before
+    mkdir -p build/before && git archive dc9bc5c pytest_goodput | tar -x -C build/before
+    python bench/recording_launches.py --tree build/before
 
 Needs the ``llamacpp`` extra.
 """

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.run.ab import run_ab
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, RunResult
+from pytest_goodput.schema.results import RunResult
 from pytest_goodput.schema.spec import ScenarioSpec
+from test_saturation_sweep import KNEE_AT_4, KNEE_AT_16, SPEC, point_run
 
-N, TOKENS = 40, 10
-SPEC = ScenarioSpec(scenario="sweep", sweep=(1, 4, 16, 32), requests=N, isl=8, osl=TOKENS)
-# concurrency -> (output tok/s, median E2E ms): base saturates at 16 (gain 5 % for 4x the users
-# while E2E quadruples), head already at 4.
-BASE = {1: (100.0, 1000.0), 4: (380.0, 1050.0), 16: (400.0, 4000.0), 32: (405.0, 8000.0)}
-HEAD = {1: (100.0, 1000.0), 4: (105.0, 3900.0), 16: (106.0, 15000.0), 32: (106.0, 30000.0)}
-
-
-def point_run(spec: ScenarioSpec, tokens_per_s: float, e2e_ms: float) -> RunResult:
-    window = N * TOKENS / tokens_per_s
-    recs = [RequestRecord(index=i, ok=True, output_tokens=TOKENS, prompt_tokens=8,
-                          token_count_source="usage", scheduled_at=0.0, sent_at=0.0,
-                          first_token_at=0.1, last_token_at=window, end_at=window,
-                          ttft_ms=100.0, tpot_ms=10.0, e2e_ms=e2e_ms) for i in range(N)]
-    return summarize(recs, spec, ClientHealth(valid=True, cpu_utilization=0.1),
-                     load={"concurrency": float(spec.concurrency or 0)})
+# base saturates at 16 (gain 5 % for 4x the users while E2E quadruples), head already at 4.
+BASE, HEAD = KNEE_AT_16, KNEE_AT_4
 
 
 def run_both(spec: ScenarioSpec, seed: int) -> tuple[list[tuple[str, float]], object]:

@@ -18,7 +18,7 @@ def test_run_prints_and_writes_the_slices(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     res = cli("run", "--scenario", "concurrency", "--concurrency", "8", "--requests", "160",
               "--isl", "16", "--osl", "16", "--slice-duration", "0.4", "--json", str(out))
-    assert res.returncode in (0, 3), res.stderr  # 3: the client set the pace on a busy machine
+    assert res.returncode == 0, res.stderr  # the self-check is forced valid in the processes tests start
     assert "time slices: " in res.stdout and " x 0.4 s, " in res.stdout
     assert "out tok/s" in res.stdout and "TPOT p50" in res.stdout
     data = json.loads(out.read_text())
