@@ -6,7 +6,13 @@ by hand:
 - ``fast``: pure layers and fake clients; starts no process, no engine and no nested pytest
   session, so it runs in parallel: ``pytest tests -m fast -n auto``.
 - ``integration``: the simulator, pytester sessions, CLI subprocesses, llama.cpp, Ray, the
-  workflow; run serially after the fast tier: ``pytest tests -m integration``.
+  workflow. The simulator sleeps through its steps, so three of these tests share the two
+  cores without moving each other's verdicts: ``pytest tests -m "integration and not solo" -n 3
+  --dist loadfile`` (a module's tests, and its module-scoped engines, on one worker).
+- ``solo``: the integration tests that run alone, after the others: those whose engine
+  computes on the CPU (llama.cpp, where a neighbour's load is the engine's slowdown) and
+  those whose subject is the client's real self-check (marked ``real_selfcheck``), which a
+  neighbour's load would turn invalid: ``pytest tests -m solo``. They are integration tests too.
 
 A test is ``integration`` when it asks for a fixture that brings up a process or a nested
 session (``pytester``, ``sim_url``...), when its module is one of ``INTEGRATION_MODULES``, or
@@ -63,6 +69,11 @@ SPAWNING_NAMES = frozenset({
     "runpytest_subprocess", "runpytest_inprocess", "inline_run", "runpython", "ray",
 })
 
+#: Names whose use starts the tests' llama.cpp engine (tests/tiny_llamacpp.py), and the module
+#: a serve command names to start it.
+LLAMACPP_NAMES = frozenset({"two_slot_engine", "write_tiny_llama"})
+LLAMACPP_MODULE = "pytest_goodput.engines.llamacpp_server"
+
 #: The CLI's commands that measure an engine (starting one when no --url is given): code that
 #: names ``main`` and one of them runs an engine in this process.
 MEASURING_COMMANDS = frozenset({"run", "ab", "sim"})
@@ -98,29 +109,61 @@ def _ours(obj: Any) -> bool:
         return False
 
 
-def _spawns(obj: Any, seen: set[int]) -> bool:
-    """Whether ``obj`` (a function or class of the test files) names something that starts a
-    process, directly or through the helpers, classes and fixtures of the test files it names."""
+Names = Callable[[set[str], set[str]], bool]
+
+
+def _reaches(obj: Any, seen: set[int], hit: Names) -> bool:
+    """Whether ``obj`` (a function or class of the test files) uses names for which ``hit``
+    (code names, string constants) holds, directly or through the helpers, classes and
+    fixtures of the test files it names."""
     obj = inspect.unwrap(obj) if callable(obj) else obj
     if id(obj) in seen or not _ours(obj):
         return False
     seen.add(id(obj))
     if inspect.isclass(obj):
-        return any(_spawns(v, seen) for v in vars(obj).values()
+        return any(_reaches(v, seen, hit) for v in vars(obj).values()
                    if inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod, property)))
     if isinstance(obj, (staticmethod, classmethod)):
-        return _spawns(obj.__func__, seen)
+        return _reaches(obj.__func__, seen, hit)
     if isinstance(obj, property):
-        return any(_spawns(f, seen) for f in (obj.fget, obj.fset) if f is not None)
+        return any(_reaches(f, seen, hit) for f in (obj.fget, obj.fset) if f is not None)
     code = getattr(obj, "__code__", None)
     if code is None:
         return False
     names, strings = _code_names(code)
-    if names & SPAWNING_NAMES or ("main" in names and strings & MEASURING_COMMANDS):
+    if hit(names, strings):
         return True
     scope = getattr(obj, "__globals__", {})
-    return any(_spawns(scope[n], seen) for n in names
-               if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n])))
+    data = {s for n in names if n in scope for s in _strings(scope[n])}  # a module's constants
+    return (bool(data) and hit(set(), data)) or any(
+        _reaches(scope[n], seen, hit) for n in names
+        if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n])))
+
+
+def _strings(value: Any, depth: int = 0) -> set[str]:
+    """The strings a module-level constant holds (a command line, a table of them)."""
+    if isinstance(value, str):
+        return {value}
+    if depth > 3 or not isinstance(value, (list, tuple, frozenset, set, dict)):
+        return set()
+    items = [*value.keys(), *value.values()] if isinstance(value, dict) else list(value)
+    return {s for v in items for s in _strings(v, depth + 1)}
+
+
+def _starts_process(names: set[str], strings: set[str]) -> bool:
+    return bool(names & SPAWNING_NAMES) or ("main" in names and bool(strings & MEASURING_COMMANDS))
+
+
+def _starts_llamacpp(names: set[str], strings: set[str]) -> bool:
+    return bool(names & LLAMACPP_NAMES) or any(LLAMACPP_MODULE in s for s in strings)
+
+
+def _uses(item: pytest.Item, hit: Names) -> bool:
+    """Whether the test's function or one of its fixtures reaches a name ``hit`` holds for."""
+    seen: set[int] = set()
+    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    funcs = [d.func for name, defs in fixtures.items() if name != "_fast_tier_starts_no_process" for d in defs]
+    return any(_reaches(f, seen, hit) for f in [item.function, *funcs])  # type: ignore[attr-defined]
 
 
 def tier(item: pytest.Item) -> str:
@@ -130,18 +173,27 @@ def tier(item: pytest.Item) -> str:
         return "integration"
     if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
         return "integration"
-    seen: set[int] = set()
-    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    funcs = [d.func for name, defs in fixtures.items() if name != "_fast_tier_starts_no_process" for d in defs]
-    if any(_spawns(f, seen) for f in [item.function, *funcs]):  # type: ignore[attr-defined]
-        return "integration"
-    return "fast"
+    return "integration" if _uses(item, _starts_process) else "fast"
+
+
+def solo(item: pytest.Item) -> bool:
+    """An integration test that runs alone (module docstring): a llama.cpp engine, or the
+    client's real self-check."""
+    if item.get_closest_marker("real_selfcheck"):
+        return True
+    return getattr(item, "module", None) is not None and _uses(item, _starts_llamacpp)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         name = tier(item)
         item.add_marker(name)
+        if name == "integration" and solo(item):
+            item.add_marker("solo")
+        elif item.get_closest_marker("llamacpp"):
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked llamacpp but does not run alone: name what starts its "
+                "engine in tests/conftest.py (LLAMACPP_NAMES, LLAMACPP_MODULE)")
         if name == "fast" and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
 
@@ -247,8 +299,14 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) 
         _CURRENT[0] = ""
 
 
+#: Self-check verdicts forced valid on xdist workers (the controller's own: ``fake_selfcheck.forced``).
+WORKERS_FORCED = [0]
+
+
 def pytest_testnodedown(node: Any, error: Any) -> None:  # xdist: a worker's counts
-    REMEASURES.update(getattr(node, "workeroutput", {}).get("goodput_remeasures", {}))
+    output = getattr(node, "workeroutput", {})
+    REMEASURES.update(output.get("goodput_remeasures", {}))
+    WORKERS_FORCED[0] += int(output.get("goodput_forced", 0))
 
 
 def _over(config: pytest.Config) -> dict[str, int]:
@@ -261,6 +319,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller reports
         workeroutput["goodput_remeasures"] = {k: n for k, n in REMEASURES.items() if n}
+        workeroutput["goodput_forced"] = len(fake_selfcheck.forced)
         return
     if _over(session.config) and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -272,8 +331,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     counted = {k: n for k, n in REMEASURES.items() if n}
     terminalreporter.write_line(f"goodput re-measures in this session: {sum(counted.values())}"
                                 + "".join(f"\n  {n} in {k}" for k, n in sorted(counted.items())))
-    terminalreporter.write_line("client self-check verdicts forced valid in this process (tests not marked "
-                                f"real_selfcheck): {len(fake_selfcheck.forced)}")
+    terminalreporter.write_line("client self-check verdicts forced valid in this session (tests not marked "
+                                f"real_selfcheck): {len(fake_selfcheck.forced) + WORKERS_FORCED[0]}")
     over = _over(config)
     if over:
         terminalreporter.write_line(

@@ -79,9 +79,14 @@ def test_the_readme_keeps_the_commands_ci_runs() -> None:
     for command in ("pip install -e . && pytest example_suite --goodput-baseline",
                     "GOODPUT_SIM_SLOWDOWN=1.2 pytest example_suite --goodput-baseline",
                     'pip install -e ".[test]" && pytest tests -m fast -n auto',
-                    "pytest tests -m integration"):
+                    'pytest tests -m "integration and not solo" -n 3 --dist loadfile',
+                    "pytest tests -m solo"):
         assert command in README, command
-    assert "pytest example_suite --goodput-baseline" in (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pytest example_suite --goodput-baseline" in ci
+    # .ci/run's tier() runs `pytest tests -m EXPR ARGS`: the README's tier commands, as called
+    assert 'tier integration "integration and not solo" -n 3 --dist loadfile' in ci
+    assert "tier solo solo\n" in ci and "tier fast fast -n auto" in ci
 
 
 def test_the_readme_loop_records_then_gates_as_written(tmp_path: Path) -> None:
