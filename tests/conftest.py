@@ -251,6 +251,10 @@ def _selfcheck_passes(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
 # ---- the product's re-measures, counted per test ----
 
 REMEASURES: Counter[str] = Counter()
+#: Client self-check verdicts forced valid in this process (tests/fake_selfcheck.py), per test:
+#: runs in which the client did not keep up, judged all the same because validity is not what
+#: the test decides. Reported, like the re-measures, so a loaded runner shows.
+FORCED: Counter[str] = Counter()
 _CURRENT: list[str] = [""]  # the running integration test ("": none)
 
 
@@ -293,20 +297,19 @@ GoodputHarness._valid_measurement = _counting_measurement(GoodputHarness._valid_
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Any:
     # Fast tests re-measure only fake runs made invalid on purpose: not the machine's doing.
     _CURRENT[0] = item.nodeid if item.get_closest_marker("integration") else ""
+    before = len(fake_selfcheck.forced)
     try:
         return (yield)
     finally:
+        if _CURRENT[0] and len(fake_selfcheck.forced) > before:
+            FORCED[_CURRENT[0]] += len(fake_selfcheck.forced) - before
         _CURRENT[0] = ""
-
-
-#: Self-check verdicts forced valid on xdist workers (the controller's own: ``fake_selfcheck.forced``).
-WORKERS_FORCED = [0]
 
 
 def pytest_testnodedown(node: Any, error: Any) -> None:  # xdist: a worker's counts
     output = getattr(node, "workeroutput", {})
     REMEASURES.update(output.get("goodput_remeasures", {}))
-    WORKERS_FORCED[0] += int(output.get("goodput_forced", 0))
+    FORCED.update(output.get("goodput_forced", {}))
 
 
 def _over(config: pytest.Config) -> dict[str, int]:
@@ -319,7 +322,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller reports
         workeroutput["goodput_remeasures"] = {k: n for k, n in REMEASURES.items() if n}
-        workeroutput["goodput_forced"] = len(fake_selfcheck.forced)
+        workeroutput["goodput_forced"] = dict(FORCED)
         return
     if _over(session.config) and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -331,8 +334,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     counted = {k: n for k, n in REMEASURES.items() if n}
     terminalreporter.write_line(f"goodput re-measures in this session: {sum(counted.values())}"
                                 + "".join(f"\n  {n} in {k}" for k, n in sorted(counted.items())))
-    terminalreporter.write_line("client self-check verdicts forced valid in this session (tests not marked "
-                                f"real_selfcheck): {len(fake_selfcheck.forced) + WORKERS_FORCED[0]}")
+    busiest = FORCED.most_common(5)
+    terminalreporter.write_line(
+        "client self-check verdicts forced valid in this session (tests not marked real_selfcheck; "
+        f"the client did not keep up): {sum(FORCED.values())}"
+        + "".join(f"\n  {n} in {k}" for k, n in busiest)
+        + (f"\n  and {len(FORCED) - len(busiest)} more tests" if len(FORCED) > len(busiest) else ""))
     over = _over(config)
     if over:
         terminalreporter.write_line(
