@@ -10,9 +10,11 @@ by hand:
   cores without moving each other's verdicts: ``pytest tests -m "integration and not solo" -n 3
   --dist loadfile`` (a module's tests, and its module-scoped engines, on one worker).
 - ``solo``: the integration tests that run alone, after the others: those whose engine
-  computes on the CPU (llama.cpp, where a neighbour's load is the engine's slowdown) and
-  those whose subject is the client's real self-check (marked ``real_selfcheck``), which a
-  neighbour's load would turn invalid: ``pytest tests -m solo``. They are integration tests too.
+  computes on the CPU (llama.cpp, where a neighbour's load is the engine's slowdown), those
+  that start a Ray runtime (its processes take both cores for seconds: the load workers lag
+  beside neighbours) and those whose subject is the client's real self-check (marked
+  ``real_selfcheck``), which a neighbour's load would turn invalid: ``pytest tests -m solo``.
+  They are integration tests too.
 
 A test is ``integration`` when it asks for a fixture that brings up a process or a nested
 session (``pytester``, ``sim_url``...), when its module is one of ``INTEGRATION_MODULES``, or
@@ -69,10 +71,11 @@ SPAWNING_NAMES = frozenset({
     "runpytest_subprocess", "runpytest_inprocess", "inline_run", "runpython", "ray",
 })
 
-#: Names whose use starts the tests' llama.cpp engine (tests/tiny_llamacpp.py), and the module
-#: a serve command names to start it.
-LLAMACPP_NAMES = frozenset({"two_slot_engine", "write_tiny_llama"})
+#: Names whose use starts the tests' llama.cpp engine (tests/tiny_llamacpp.py) or a Ray runtime,
+#: the module a serve command names to start llama.cpp, and the options that put the load on Ray.
+SOLO_NAMES = frozenset({"two_slot_engine", "write_tiny_llama", "ray"})
 LLAMACPP_MODULE = "pytest_goodput.engines.llamacpp_server"
+SOLO_OPTIONS = frozenset({"--goodput-backend=ray", "--backend=ray", "ray"})
 
 #: The CLI's commands that measure an engine (starting one when no --url is given): code that
 #: names ``main`` and one of them runs an engine in this process.
@@ -154,8 +157,9 @@ def _starts_process(names: set[str], strings: set[str]) -> bool:
     return bool(names & SPAWNING_NAMES) or ("main" in names and bool(strings & MEASURING_COMMANDS))
 
 
-def _starts_llamacpp(names: set[str], strings: set[str]) -> bool:
-    return bool(names & LLAMACPP_NAMES) or any(LLAMACPP_MODULE in s for s in strings)
+def _runs_alone(names: set[str], strings: set[str]) -> bool:
+    return (bool(names & SOLO_NAMES) or any(LLAMACPP_MODULE in s for s in strings)
+            or bool(strings & SOLO_OPTIONS))
 
 
 def _uses(item: pytest.Item, hit: Names) -> bool:
@@ -177,11 +181,11 @@ def tier(item: pytest.Item) -> str:
 
 
 def solo(item: pytest.Item) -> bool:
-    """An integration test that runs alone (module docstring): a llama.cpp engine, or the
-    client's real self-check."""
+    """An integration test that runs alone (module docstring): a llama.cpp engine, a Ray
+    runtime, or the client's real self-check."""
     if item.get_closest_marker("real_selfcheck"):
         return True
-    return getattr(item, "module", None) is not None and _uses(item, _starts_llamacpp)
+    return getattr(item, "module", None) is not None and _uses(item, _runs_alone)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -193,7 +197,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif item.get_closest_marker("llamacpp"):
             raise pytest.UsageError(
                 f"{item.nodeid} is marked llamacpp but does not run alone: name what starts its "
-                "engine in tests/conftest.py (LLAMACPP_NAMES, LLAMACPP_MODULE)")
+                "engine in tests/conftest.py (SOLO_NAMES, LLAMACPP_MODULE)")
         if name == "fast" and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
 
