@@ -72,10 +72,10 @@ SPAWNING_NAMES = frozenset({
 })
 
 #: Names whose use starts the tests' llama.cpp engine (tests/tiny_llamacpp.py) or a Ray runtime,
-#: the module a serve command names to start llama.cpp, and the options that put the load on Ray.
+#: the module a serve command names to start llama.cpp, and the backend that puts the load on Ray.
 SOLO_NAMES = frozenset({"two_slot_engine", "write_tiny_llama", "ray"})
 LLAMACPP_MODULE = "pytest_goodput.engines.llamacpp_server"
-SOLO_OPTIONS = frozenset({"--goodput-backend=ray", "--backend=ray", "ray"})
+RAY_BACKEND = "ray"
 
 #: The CLI's commands that measure an engine (starting one when no --url is given): code that
 #: names ``main`` and one of them runs an engine in this process.
@@ -158,8 +158,7 @@ def _starts_process(names: set[str], strings: set[str]) -> bool:
 
 
 def _runs_alone(names: set[str], strings: set[str]) -> bool:
-    return (bool(names & SOLO_NAMES) or any(LLAMACPP_MODULE in s for s in strings)
-            or bool(strings & SOLO_OPTIONS))
+    return bool(names & SOLO_NAMES) or RAY_BACKEND in strings or any(LLAMACPP_MODULE in s for s in strings)
 
 
 def _uses(item: pytest.Item, hit: Names) -> bool:
