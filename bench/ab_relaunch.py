@@ -7,7 +7,7 @@ both sides of a round: they run back to back) and the metric's request-level noi
 ``bench/head_launches.py``: P50s ≈ 0.5 %, P99s ≈ 2 %). *Shared*: one launch of each engine
 serves every round (the default when both engines fit); *relaunched*: every round is a fresh
 launch of each, so the paired rounds' spread holds the launch-to-launch spread. The rounds
-are judged by the A/B judge itself (``judge.ab.analyse``, the default stopping rule: paired t,
+are judged by the A/B judge itself (``judge.sequential.ab.analyse``, the default stopping rule: paired t,
 Pocock-type spending on both sides, 5 % clearing budget), look by look until it stops.
 Arms: A/A and the head ``--effect`` slower. Printed: how often the test fails, with 95 %
 Wilson intervals, the mean rounds and the mean engine launches (two per round relaunched)::
@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from pytest_goodput.judge.ab import analyse
-from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.judge.sequential.ab import analyse
+from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.ab import ABRound
+from pytest_goodput.schema.outcomes.ab import ABRound
 from pytest_goodput.stats import wilson_interval
 
 GATED = (("goodput.requests_per_s", 0.003), ("metrics.ttft_ms.p50", 0.006), ("metrics.ttft_ms.p99", 0.02),

@@ -4,7 +4,7 @@ An arm's rounds do not depend on when a rule stops: round r of trial t is the sa
 runs whatever happened before (``bench/gate_drift.py``: one machine schedule and one noise
 seed range per arm). So the bench records ``--record-rounds`` rounds per trial and arm once,
 under the drift of ``bench/gate_quality.py --drift`` (``--rounds-file`` keeps them), and then
-replays each rule through the judge (``judge.ab.analyse`` on the first 1, 2, … rounds until
+replays each rule through the judge (``judge.sequential.ab.analyse`` on the first 1, 2, … rounds until
 it says stop): every rule meets exactly the same jobs, so the differences between rules are
 the rules'. Printed per rule and arm: A/A false alarms (a metric *regressed*), undecided jobs
 (stopped at the round limit with a metric *inconclusive* or *underpowered*: what ``--strict``
@@ -38,11 +38,11 @@ from gate_drift import DRIFT_ARMS, DRIFT_METRIC, _arms, ab_runner, ab_spec, clop
 from gate_quality import GATED  # noqa: E402
 from test_ab_properties import samples as _samples  # noqa: E402  (the tests' failing runs)
 
-from pytest_goodput.judge.ab import DEFAULT_RULE, RULES, StoppingRule, analyse  # noqa: E402
-from pytest_goodput.judge.values import metric_value  # noqa: E402
-from pytest_goodput.judge.verdicts import MetricDef  # noqa: E402
+from pytest_goodput.judge.sequential.ab import DEFAULT_RULE, RULES, StoppingRule, analyse  # noqa: E402
+from pytest_goodput.judge.scalar.values import metric_value  # noqa: E402
+from pytest_goodput.judge.scalar.verdicts import MetricDef  # noqa: E402
 from pytest_goodput.run.ab import ab_metrics, run_ab  # noqa: E402
-from pytest_goodput.schema.ab import ABRound  # noqa: E402
+from pytest_goodput.schema.outcomes.ab import ABRound  # noqa: E402
 
 UNDECIDED = ("inconclusive", "underpowered")
 
@@ -110,7 +110,7 @@ def _pct(k: int, n: int) -> str:
 
 
 def parse_rule(text: str) -> StoppingRule:
-    """A name of ``judge.stopping.RULES`` or ``REGRESS:CLEAR@CLEAR_ALPHA`` (e.g. ``obf:pocock@0.05``;
+    """A name of ``judge.sequential.stopping.RULES`` or ``REGRESS:CLEAR@CLEAR_ALPHA`` (e.g. ``obf:pocock@0.05``;
     without ``@``, the cleared side gets the gate's α)."""
     if text in RULES:
         return RULES[text]

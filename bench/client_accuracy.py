@@ -50,15 +50,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from pytest_goodput.load.capture import begin as begin_capture
-from pytest_goodput.load.capture import finish as finish_capture
+from pytest_goodput.load.selfcheck.capture import begin as begin_capture
+from pytest_goodput.load.selfcheck.capture import finish as finish_capture
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.load.health import judge as self_check
+from pytest_goodput.load.selfcheck.health import judge as self_check
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.schema.cpus import format_cpus, parse_cpus
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.record import parse_stream, to_record
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.record import parse_stream, to_record
 
 TTFT_MS, ITL_MS, TOKENS = 50.0, 10.0, 128
 

@@ -59,12 +59,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 import raw_client  # noqa: E402
 from pytest_goodput.load.client.event_loop import SPIN_S  # noqa: E402
 from pytest_goodput.load.client.event_loop import run as run_loop  # noqa: E402
-from pytest_goodput.load.loops import SPIN_GAP_FRACTION  # noqa: E402
+from pytest_goodput.load.sending.loops import SPIN_GAP_FRACTION  # noqa: E402
 from pytest_goodput.load.coordinator import run_plan  # noqa: E402
 from pytest_goodput.load.requests.schedule import open_loop_schedule  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
-from pytest_goodput.measure.record import to_record  # noqa: E402
-from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402
+from pytest_goodput.measure.records.record import to_record  # noqa: E402
+from pytest_goodput.schema.scenario.spec import ScenarioSpec  # noqa: E402
 
 
 def pct(xs: list[float], p: float) -> float:

@@ -5,7 +5,7 @@ Each trial records ``--sessions`` baseline sessions and judges two current runs 
 with the product's own code: the records go through ``measure.metrics.summarize`` and
 ``measure.slices.time_slices``, each session's degradation through
 ``measure.degradation.session_degradation`` and the verdict through
-``judge.degradation.degradation_comparison`` at the registry's tolerances. Every run meets a
+``judge.shapes.degradation.degradation_comparison`` at the registry's tolerances. Every run meets a
 machine that wanders (``sim.drift.SpeedSchedule``: CV ``--wander-cv``, correlation time
 ``--tau``, its own seed per run) and step jitter (``--noise-sigma``). The degraded run also
 meets ``sim.degrade.DegradeSchedule``: its step time ramps to ``--slowdown`` over ``--ramp``
@@ -28,14 +28,14 @@ from typing import Any, Callable, Optional
 import numpy as np
 from scipy.stats import beta
 
-from pytest_goodput.judge.degradation import degradation_comparison
+from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.measure.degradation import session_degradation
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.slices import time_slices
 from pytest_goodput.schema.registry import DEGRADATION, metric
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.slices import Slices
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.runs.slices import Slices
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.sim.degrade import DegradeSchedule
 from pytest_goodput.sim.drift import SpeedSchedule
 from pytest_goodput.sim.model import SimRequest, simulate

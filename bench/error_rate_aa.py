@@ -37,8 +37,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from pytest_goodput import stats
-from pytest_goodput.judge.verdicts import compare
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.judge.scalar.verdicts import compare
+from pytest_goodput.schema.runs.results import Samples
 
 #: (sessions, requests, baseline rate, increase, between-session SD) of every cell.
 Cell = tuple[int, int, float, float, float]
@@ -72,7 +72,7 @@ def _swap_widening(name: str) -> None:
     """Replace the gate's dispersion widening (a bench knob, to measure the alternatives)."""
     if name == "gate":
         return
-    from pytest_goodput.judge import error_rate  # not in older versions
+    from pytest_goodput.judge.scalar import error_rate  # not in older versions
 
     error_rate.widening = (lambda phi, nu, conf: 1.0) if name == "none" else (  # type: ignore[assignment]
         lambda phi, nu, conf: math.sqrt(phi) if phi > 1.0 and nu >= 1 else 1.0)

@@ -8,7 +8,7 @@ multiplied by it at the virtual time it starts (runs back to back, ``--gap`` sec
 * **stored baseline**: one ``--goodput-update-baseline`` job on day 0 records ``--sessions``
   sessions of ``--repeats`` runs (one job: one day level, the wander between its sessions);
   each arm's check is one session on a later day, judged by the plugin's judge
-  (``judge.verdicts.compare``) as ``bench/gate_quality.py`` does;
+  (``judge.scalar.verdicts.compare``) as ``bench/gate_quality.py`` does;
 * **A/B**: one job per arm on its own day, base and head interleaved on the job's clock, run
   through ``run.ab.run_ab`` (round order, ``round_values``, the sequential judge) with a
   runner that answers from the virtual-time model instead of an HTTP engine.
@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 from gate_quality import GATED, one_run
 
-from pytest_goodput.judge.verdicts import MetricDef, compare
+from pytest_goodput.judge.scalar.verdicts import MetricDef, compare
 from pytest_goodput.run.ab import run_ab
-from pytest_goodput.schema.results import ClientHealth, RunResult, Samples, Window
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import ClientHealth, RunResult, Samples, Window
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.sim.drift import SpeedSchedule, day_level
 
 DRIFT_ARMS = ("A/A", "goodput -10%", "P99 TTFT +20%")

@@ -47,13 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from pytest_goodput.judge.ab import MAX_ROUNDS, MIN_ROUNDS
-from pytest_goodput.judge.spread import PRIOR_RUNS
-from pytest_goodput.judge.verdicts import CONFIDENCE, POWER_ALPHA, MetricDef, compare
+from pytest_goodput.judge.sequential.ab import MAX_ROUNDS, MIN_ROUNDS
+from pytest_goodput.judge.noise.spread import PRIOR_RUNS
+from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, POWER_ALPHA, MetricDef, compare
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.results import Samples
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.sim.model import SimRequest, simulate
 from pytest_goodput.sim.profile import SimProfile
 from pytest_goodput.stats import wilson_interval

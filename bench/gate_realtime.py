@@ -11,7 +11,7 @@ same spec and seed every time, in four groups:
   ``--slowdown`` (A/B changes).
 
 It prints each group's per-metric run-to-run CV (SD / mean of the per-run values), then
-feeds real runs through the gate (:func:`pytest_goodput.judge.verdicts.compare` with
+feeds real runs through the gate (:func:`pytest_goodput.judge.scalar.verdicts.compare` with
 :func:`pytest_goodput.judge.judge.metric_defs`): A/A = each ``fresh`` run against ``--history``
 other runs at ``--rate``, A/B = each ``slowed`` run against every ``--history``-run window
 of them. Runs are judged paired (``compare(..., paired=True)``): they replay one schedule. These trials share runs, so they are not independent: they confirm the
@@ -36,10 +36,10 @@ import numpy as np
 
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.judge.judge import metric_defs
-from pytest_goodput.judge.verdicts import compare, metric_value
+from pytest_goodput.judge.scalar.verdicts import compare, metric_value
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.results import Samples
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 METRICS = (
     "goodput.requests_per_s",

@@ -11,7 +11,7 @@ Per cell: how often the test fails (default mode) with a 95 % Wilson interval, a
 launches measured. Two models of a launch:
 
 - ``--model judge``: hand-built runs (``tests/judge_scenarios.py``: 240 requests, 5 %
-  request noise, 1 % machine noise per run) judged by ``judge.head_launches.judge_look``,
+  request noise, 1 % machine noise per run) judged by ``judge.sequential.head_launches.judge_look``,
   the public ``judge()`` behind it, exactly as the gate does (about 2 s a look);
 - ``--model levels`` (default): each gated metric's run value drawn on its analysis scale
   (launch level + 1 % machine noise + the metric's request noise), judged by the same verdict
@@ -41,11 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from judge_scenarios import Workload, evidence, run, spec  # noqa: E402
 
 from pytest_goodput.judge import Policy, fails  # noqa: E402
-from pytest_goodput.judge.head_launches import (HeadRule, conditional_power, judge_look, look,  # noqa: E402
-                                                out_of_reach, settle)
-from pytest_goodput.judge.verdicts import MetricDef, rule  # noqa: E402
+from pytest_goodput.judge.sequential.head_launches import (HeadRule, conditional_power, judge_look, look,  # noqa: E402
+                                                           out_of_reach, settle)
+from pytest_goodput.judge.scalar.verdicts import MetricDef, rule  # noqa: E402
 from pytest_goodput.schema import registry  # noqa: E402
-from pytest_goodput.schema.outcome import TestOutcome  # noqa: E402
+from pytest_goodput.schema.outcomes.outcome import TestOutcome  # noqa: E402
 from pytest_goodput.stats import wilson_interval  # noqa: E402
 
 #: The gated metrics of the judge model's server test, with the request-level SD of one

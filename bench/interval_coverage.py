@@ -2,7 +2,7 @@
 
 Request-level noise only (no machine state): pairs of runs of one schedule on the simulator
 model (:mod:`pytest_goodput.sim.model`), each with its own step-jitter seed, compared by the
-paired bootstrap the gate uses (:func:`pytest_goodput.judge.intervals.paired_half_widths`),
+paired bootstrap the gate uses (:func:`pytest_goodput.judge.scalar.intervals.paired_half_widths`),
 resampling request indices one by one (``block=1``: requests as independent draws) and in
 moving blocks of consecutive requests (the gate's default, ``stats.default_block``).
 Requests in flight together share the engine's batches and queue, so independent draws
@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from pytest_goodput import stats
-from pytest_goodput.judge.intervals import paired_half_widths
-from pytest_goodput.judge.values import metric_value
+from pytest_goodput.judge.scalar.intervals import paired_half_widths
+from pytest_goodput.judge.scalar.values import metric_value
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
-from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare_metric
+from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare_metric
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.sim.model import SimRequest, simulate
 from pytest_goodput.sim.profile import SimProfile
 

@@ -40,8 +40,8 @@ from judge_scenarios import Workload, run, spec, verdicts  # noqa: E402
 import pytest_goodput  # noqa: E402
 from pytest_goodput.judge import Policy, fails, from_results, judge  # noqa: E402
 from pytest_goodput.measure.metrics import summarize  # noqa: E402
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, Samples  # noqa: E402
-from pytest_goodput.schema.spec import build_spec  # noqa: E402
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, Samples  # noqa: E402
+from pytest_goodput.schema.scenario.spec import build_spec  # noqa: E402
 
 P99 = ("metrics.ttft_ms.p99", "metrics.tpot_ms.p99")
 SHOWN = ("goodput.requests_per_s", "metrics.ttft_ms.p50", "metrics.ttft_ms.p99",

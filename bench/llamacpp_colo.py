@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_goodput.engines.tinyllama import write_tiny_llama
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 SUITE = '''
 import pytest

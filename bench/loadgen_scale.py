@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from pytest_goodput.load.coordinator import run_plan
 from pytest_goodput.load.scenario import offered_rate
 from pytest_goodput.load.requests.schedule import mean_rate, open_loop_schedule
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def pct(values: list[float], p: float) -> float:

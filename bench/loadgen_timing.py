@@ -22,8 +22,8 @@ import time
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.coordinator import drive
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.measure.exchange import RawExchange
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.exchange import RawExchange
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 class FakeEngine:

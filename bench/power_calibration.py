@@ -38,8 +38,8 @@ from typing import Optional
 
 import numpy as np
 
-from pytest_goodput.judge.verdicts import MetricDef, compare
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.judge.scalar.verdicts import MetricDef, compare
+from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.stats.binomial import wilson_interval
 
 TTFT, TPOT, TPUT, ERR = ("metrics.ttft_ms.p99", "metrics.tpot_ms.p99",
@@ -123,8 +123,8 @@ def trial(args: tuple[int, str, int, int]) -> dict[str, tuple]:
 def judge_trial(args: tuple[int, int, int]) -> tuple[float, bool, bool]:
     """One trial through ``judge()`` with Evidence (P99 TTFT of a server test)."""
     from pytest_goodput.judge import Policy, judge
-    from pytest_goodput.schema.evidence import Evidence
-    from pytest_goodput.schema.spec import build_spec
+    from pytest_goodput.schema.runs.evidence import Evidence
+    from pytest_goodput.schema.scenario.spec import build_spec
 
     sessions, requests, seed = args
     sp = build_spec(dict(scenario="server", rate=8.0, requests=requests, isl=128, osl=OSL,

@@ -6,7 +6,7 @@ run, ``--repeats`` runs a session):
 
 - ``5 at once``: every push records ``--goodput-sessions=5`` (five launches, back to back,
   one sitting); the PR runs on a later day, so the judge adds the between-sitting prior
-  (``judge/sittings.py``).
+  (``judge/noise/sittings.py``).
 - ``1 per push, newest N``: every push records one session (one launch) appended to the
   baseline, which keeps the newest N (``--goodput-sessions=1 --goodput-history=N``). The N
   sessions come from N pushes on N days: their spread holds the day-to-day noise itself.
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from judge_scenarios import Workload, run, spec  # noqa: E402
 
 from pytest_goodput.judge import Policy, fails, judge  # noqa: E402
-from pytest_goodput.schema.evidence import Evidence  # noqa: E402
+from pytest_goodput.schema.runs.evidence import Evidence  # noqa: E402
 from pytest_goodput.stats import wilson_interval  # noqa: E402
 
 DAY0 = datetime(2026, 11, 1, 9, tzinfo=timezone.utc)

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from pytest_goodput.engines.engine import simulator  # noqa: E402
 from pytest_goodput.load.pools.ray import pool as ray_pool  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
-from pytest_goodput.schema.results import RunResult  # noqa: E402
-from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402
+from pytest_goodput.schema.runs.results import RunResult  # noqa: E402
+from pytest_goodput.schema.scenario.spec import ScenarioSpec  # noqa: E402
 
 OBJECT_STORE = 80 * 1024 * 1024
 

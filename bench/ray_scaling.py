@@ -41,8 +41,8 @@ from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.pools.ray import actors as ray_actors  # noqa: E402
 from pytest_goodput.load.pools.ray.columns import pack  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
-from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
+from pytest_goodput.schema.scenario.spec import ScenarioSpec  # noqa: E402
 
 
 def ladder(url: str, backend: str, workers: int, rates: list[float], seconds: float, osl: int) -> float:

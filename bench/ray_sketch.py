@@ -35,12 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from pytest_goodput.load import sketch  # noqa: E402
 from pytest_goodput.load.pools.ray.columns import pack, unpack  # noqa: E402
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.metrics import summarize  # noqa: E402
 from pytest_goodput.measure.run_part import RunPart, records_of  # noqa: E402
 from pytest_goodput.measure.sketched import summarize_part  # noqa: E402
-from pytest_goodput.schema.results import ClientHealth  # noqa: E402
-from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402
+from pytest_goodput.schema.runs.results import ClientHealth  # noqa: E402
+from pytest_goodput.schema.scenario.spec import ScenarioSpec  # noqa: E402
 
 
 def exchanges(n: int, seed: int = 0) -> list[RawExchange]:

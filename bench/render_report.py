@@ -29,10 +29,10 @@ from pathlib import Path
 
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.judge.judge import Policy
-from pytest_goodput.report.markdown import render_markdown
+from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.scenario.spec import build_spec
 
 NPM_PACKAGES = ("mermaid@11", "marked@15")
 SWEEP = {"scenario": "sweep", "sweep": [1, 4, 16], "duration_s": 3.0, "isl": 128, "osl": 64,

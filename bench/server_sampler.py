@@ -19,7 +19,7 @@ from typing import Any
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.run import runner
 from pytest_goodput.run.server import GaugeSampler
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.scenario.spec import build_spec
 
 
 class NoSampler:

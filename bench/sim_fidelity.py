@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.measure.exchange import RequestPlan
+from pytest_goodput.measure.records.exchange import RequestPlan
 
 LAUNCH = "import sys; from pytest_goodput.sim.server import main; sys.exit(main(sys.argv[1:]))"
 LIMIT_MS = 2.0

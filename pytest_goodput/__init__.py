@@ -24,30 +24,30 @@ if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.load.scenario import run_scenario
     from pytest_goodput.run.runner import run_once
-    from pytest_goodput.schema.ab import ABResult
-    from pytest_goodput.schema.ab_summary import ABSummary
-    from pytest_goodput.schema.frontier import FrontierPoint
-    from pytest_goodput.schema.measurement import Measurement
-    from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
-    from pytest_goodput.schema.results import RequestRecord, RunResult, Samples
-    from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
+    from pytest_goodput.schema.outcomes.ab import ABResult
+    from pytest_goodput.schema.outcomes.ab_summary import ABSummary
+    from pytest_goodput.schema.outcomes.frontier import FrontierPoint
+    from pytest_goodput.schema.runs.measurement import Measurement
+    from pytest_goodput.schema.outcomes.outcome import MetricComparison, SLOOutcome, TestOutcome
+    from pytest_goodput.schema.runs.results import RequestRecord, RunResult, Samples
+    from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 
 #: Public name -> the module that defines it (a name equal to the module's last part, as
 #: ``judge``, is that module itself).
 _EXPORTS: dict[str, str] = {
-    "ScenarioSpec": "pytest_goodput.schema.spec",
-    "build_spec": "pytest_goodput.schema.spec",
-    "SpecError": "pytest_goodput.schema.spec",
-    "RunResult": "pytest_goodput.schema.results",
-    "RequestRecord": "pytest_goodput.schema.results",
-    "Samples": "pytest_goodput.schema.results",
-    "TestOutcome": "pytest_goodput.schema.outcome",
-    "MetricComparison": "pytest_goodput.schema.outcome",
-    "SLOOutcome": "pytest_goodput.schema.outcome",
-    "Measurement": "pytest_goodput.schema.measurement",
-    "FrontierPoint": "pytest_goodput.schema.frontier",
-    "ABResult": "pytest_goodput.schema.ab",
-    "ABSummary": "pytest_goodput.schema.ab_summary",
+    "ScenarioSpec": "pytest_goodput.schema.scenario.spec",
+    "build_spec": "pytest_goodput.schema.scenario.spec",
+    "SpecError": "pytest_goodput.schema.scenario.spec",
+    "RunResult": "pytest_goodput.schema.runs.results",
+    "RequestRecord": "pytest_goodput.schema.runs.results",
+    "Samples": "pytest_goodput.schema.runs.results",
+    "TestOutcome": "pytest_goodput.schema.outcomes.outcome",
+    "MetricComparison": "pytest_goodput.schema.outcomes.outcome",
+    "SLOOutcome": "pytest_goodput.schema.outcomes.outcome",
+    "Measurement": "pytest_goodput.schema.runs.measurement",
+    "FrontierPoint": "pytest_goodput.schema.outcomes.frontier",
+    "ABResult": "pytest_goodput.schema.outcomes.ab",
+    "ABSummary": "pytest_goodput.schema.outcomes.ab_summary",
     "Engine": "pytest_goodput.engines.engine",
     "run_once": "pytest_goodput.run.runner",
     "run_scenario": "pytest_goodput.load.scenario",

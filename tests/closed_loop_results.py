@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, RunResult
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, RunResult
+from pytest_goodput.schema.scenario.spec import build_spec
 
 SPEC = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400})
 

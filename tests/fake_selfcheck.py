@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 #: The verdicts, by module: the run's own, and its loop lag judged again against the latencies.
-VERDICTS = {"pytest_goodput.load.health": ("judge", "judge_workers"),
+VERDICTS = {"pytest_goodput.load.selfcheck.health": ("judge", "judge_workers"),
             "pytest_goodput.measure.metrics": ("judge_loop_lag",)}
 
 #: The note a forced verdict leaves, before the reason the real check gave.

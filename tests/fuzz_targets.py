@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from pytest_goodput.judge.evidence import from_baseline
 from pytest_goodput.judge.judge import Policy, judge
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.measure.sse import SSELimitError, SSEParser
-from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.measure.records.sse import SSELimitError, SSEParser
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 from pytest_goodput.store.baseline import BaselineError, load
 from pytest_goodput.store.readers import load_evidence
 

@@ -14,10 +14,10 @@ from typing import Sequence
 import numpy as np
 
 from pytest_goodput.judge import Policy, fails, judge
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
-from pytest_goodput.schema.results import Samples
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
+from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.scenario.spec import build_spec
 
 #: Verdicts from best to worst, for "never better" properties.
 ORDER = {"improved": 0, "pass": 1, "new": 1, "underpowered": 2, "inconclusive": 2, "regressed": 3}

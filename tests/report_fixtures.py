@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_goodput.schema.outcome import MetricComparison, SLOOutcome, TestOutcome
+from pytest_goodput.schema.outcomes.outcome import MetricComparison, SLOOutcome, TestOutcome
 
 SPEC = {
     "scenario": "server",

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_goodput.judge.stopping import DEFAULT_RULE
+from pytest_goodput.judge.sequential.stopping import DEFAULT_RULE
 from pytest_goodput.stats.spending import nominal_levels, spent, t_boundaries, t_levels
 from pytest_goodput.stats.student import t_ppf
 

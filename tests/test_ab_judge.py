@@ -1,4 +1,4 @@
-"""A/B mode's paired analysis (judge/ab.py), on hand-computed rounds."""
+"""A/B mode's paired analysis (judge/sequential/ab.py), on hand-computed rounds."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_goodput.judge.ab import (
+from pytest_goodput.judge.sequential.ab import (
     DEFAULT_RULE,
     RULES,
     StoppingRule,
@@ -16,8 +16,8 @@ from pytest_goodput.judge.ab import (
     looks,
     round_order,
 )
-from pytest_goodput.judge.verdicts import MetricDef
-from pytest_goodput.schema.ab import ABRound
+from pytest_goodput.judge.scalar.verdicts import MetricDef
+from pytest_goodput.schema.outcomes.ab import ABRound
 
 TPOT = MetricDef.of("metrics.tpot_ms.p50")  # lower is better, tolerance 5 %
 THROUGHPUT = MetricDef.of("throughput.output_tokens_per_s")  # higher is better, 5 %

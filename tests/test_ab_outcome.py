@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from pytest_goodput.judge.ab import analyse
-from pytest_goodput.judge.ab_outcome import ab_outcome
+from pytest_goodput.judge.sequential.ab import analyse
+from pytest_goodput.judge.sequential.ab_outcome import ab_outcome
 from pytest_goodput.judge.judge import Policy, fails
-from pytest_goodput.judge.stopping import RULES
-from pytest_goodput.judge.verdicts import MetricDef
-from pytest_goodput.schema.ab import ABRound
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.judge.sequential.stopping import RULES
+from pytest_goodput.judge.scalar.verdicts import MetricDef
+from pytest_goodput.schema.outcomes.ab import ABRound
+from pytest_goodput.schema.scenario.spec import build_spec
 
 SPEC = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 40})
 TTFT = "metrics.ttft_ms.p50"

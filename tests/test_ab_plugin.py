@@ -17,7 +17,7 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-import pytest_goodput.report.markdown  # noqa: F401
+import pytest_goodput.report.md.markdown  # noqa: F401
 from pytest_goodput.engines.ports import free_port
 
 pytest_plugins = ["pytester"]

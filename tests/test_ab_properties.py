@@ -1,6 +1,6 @@
 """A/B mode never reads a worse head as a better one: failures at a percentile are evidence.
 
-Through the public A/B analysis (``judge.ab.analyse``, as ``run.ab.run_ab`` calls it: once
+Through the public A/B analysis (``judge.sequential.ab.analyse``, as ``run.ab.run_ab`` calls it: once
 per round until it says stop), on rounds whose values come from per-request samples by the
 gate's definitions (``values.metric_value``: failures rank +∞ in percentiles).
 """
@@ -13,11 +13,11 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_goodput.judge.ab import analyse, round_order
-from pytest_goodput.judge.values import metric_value
-from pytest_goodput.judge.verdicts import MetricDef
-from pytest_goodput.schema.ab import ABResult, ABRound
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.judge.sequential.ab import analyse, round_order
+from pytest_goodput.judge.scalar.values import metric_value
+from pytest_goodput.judge.scalar.verdicts import MetricDef
+from pytest_goodput.schema.outcomes.ab import ABResult, ABRound
+from pytest_goodput.schema.runs.results import Samples
 
 TTFT99, TPOT99 = MetricDef.of("metrics.ttft_ms.p99"), MetricDef.of("metrics.tpot_ms.p99")
 DEFS = [TTFT99, TPOT99]

@@ -12,10 +12,10 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.run import ab as run_ab_module
 from pytest_goodput.run.ab import SHARED_LAUNCH_NOTE, run_ab
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.sim.profile import SimProfile
 from test_ab_run import SPEC, THR, fake_result
 

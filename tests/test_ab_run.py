@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.judge.ab import round_order
-from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.judge.sequential.ab import round_order
+from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.run import ab as run_ab_module
 from pytest_goodput.run.ab import run_ab
-from pytest_goodput.schema.results import (
+from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
     LatencyMetrics,
@@ -16,7 +16,7 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 SPEC = ScenarioSpec(scenario="offline", requests=10, seed=5)  # gates output throughput only
 THR = "throughput.output_tokens_per_s"
@@ -101,7 +101,7 @@ def test_capacity_searches_and_repeats_are_refused(spec: ScenarioSpec, message: 
 
 def test_a_sweep_round_runs_every_point_on_both_engines(monkeypatch: pytest.MonkeyPatch) -> None:
     # Values per point from the fake's throughput: head 20 % slower at every point.
-    from pytest_goodput.judge.ab_sweep import point_key
+    from pytest_goodput.judge.sequential.ab_sweep import point_key
 
     def values(spec, base, head, tolerance=None):
         side = lambda runs: {point_key(load, p): (r.throughput.output_tokens_per_s if p == THR else 0.0)  # noqa: E731

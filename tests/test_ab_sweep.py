@@ -1,12 +1,12 @@
-"""A/B mode for sweeps, hand-computed: each load point paired by round (judge/ab_sweep.py)."""
+"""A/B mode for sweeps, hand-computed: each load point paired by round (judge/sequential/ab_sweep.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.judge.ab_sweep import analyse_sweep, point_key, sweep_defs
-from pytest_goodput.schema.ab import ABRound
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.judge.sequential.ab_sweep import analyse_sweep, point_key, sweep_defs
+from pytest_goodput.schema.outcomes.ab import ABRound
+from pytest_goodput.schema.scenario.spec import build_spec
 
 SPEC = build_spec({"scenario": "sweep", "sweep": [1, 4], "sweep_over": "concurrency", "requests": 30})
 THR, TPOT = "throughput.output_tokens_per_s", "metrics.tpot_ms.p50"

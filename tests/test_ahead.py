@@ -1,4 +1,4 @@
-"""A closed loop's bodies built ahead of its sends (``load/ahead.py``).
+"""A closed loop's bodies built ahead of its sends (``load/sending/ahead.py``).
 
 Each body the loop hands the client was built before the send, byte for byte what the client
 would have encoded, never more than the window held, and a multi-turn conversation is left to
@@ -7,15 +7,15 @@ build its own (its bodies hold the previous answer).
 
 import asyncio
 
-from pytest_goodput.load.ahead import AheadBodies
+from pytest_goodput.load.sending.ahead import AheadBodies
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.load.health import SelfCheck
-from pytest_goodput.load.loops import ProgressTicker, closed_loop
+from pytest_goodput.load.selfcheck.health import SelfCheck
+from pytest_goodput.load.sending.loops import ProgressTicker, closed_loop
 from pytest_goodput.load.plan import Job, Supply
 from pytest_goodput.load.requests.workload import WorkItem
 from pytest_goodput.load.worker import Init, Worker
-from pytest_goodput.measure.exchange import RawExchange
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.exchange import RawExchange
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 USERS, REQUESTS = 4, 40
 

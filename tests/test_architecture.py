@@ -1,5 +1,5 @@
 """The shape of the code, checked: layer contracts, no cycles, no private names across modules,
-imports at module top, modules of a readable size (docs/architecture.md)."""
+imports at module top, modules and folders of a readable size (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ LAZY_CORE = {"pytest_goodput/plugin/__init__.py", "pytest_goodput/plugin/setting
 #: The worker entry point imports its own module by name so pickled classes resolve to it.
 SELF_IMPORT = {("pytest_goodput/load/pools/processes.py", "pytest_goodput.load.pools.processes")}
 MAX_LINES = 400
+#: A folder holds one concept's modules; past this it splits into subpackages.
+MAX_MODULES = 12
 
 
 def _modules() -> list[Path]:
@@ -88,6 +90,12 @@ def test_no_module_is_over_the_size_limit() -> None:
     long = {_rel(p): n for p in _modules()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_no_folder_holds_more_modules_than_the_limit() -> None:
+    folders = {p.parent for p in _modules()}
+    crowded = {_rel(d): n for d in folders if (n := len(list(d.glob("*.py")))) > MAX_MODULES}
+    assert crowded == {}
 
 
 def test_no_import_cycle_between_modules() -> None:

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.store import baseline as store
 
 
@@ -105,7 +105,7 @@ def test_committed_example_baselines_stay_comparable():
     """A change to the spec schema must not silently orphan users' baselines."""
     from pathlib import Path
 
-    from pytest_goodput.schema.spec import ScenarioSpec
+    from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
     root = Path(__file__).resolve().parent.parent / "example_suite" / "baselines"
     files = sorted(root.rglob("*.json"))
@@ -120,7 +120,7 @@ def test_committed_example_baselines_stay_comparable():
 
 
 def test_identity_ignores_new_fields_at_default_and_gate_settings():
-    from pytest_goodput.schema.spec import build_spec
+    from pytest_goodput.schema.scenario.spec import build_spec
 
     a = build_spec({"rate": 5, "ttft_ms": 100})
     assert a.identity() == {"scenario": "server", "rate": 5.0, "requests": 200, "ttft_ms": 100.0}

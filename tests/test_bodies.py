@@ -1,4 +1,4 @@
-"""Request bodies built ahead of the schedule (``load/bodies.py``, ``load/client/body.py``).
+"""Request bodies built ahead of the schedule (``load/sending/bodies.py``, ``load/client/body.py``).
 
 A trace of long prompts is sent with every body built before its request starts, by the
 window and not by the send, never more than the window's bodies held, and each body exactly
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.load import bodies
+from pytest_goodput.load.sending import bodies
 from pytest_goodput.load.client.body import PROMPT_SLOT, SLICE_CHARS, encode_body, json_chars
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import OpenAIClient
@@ -25,8 +25,8 @@ from pytest_goodput.load.requests.trace_replay import TracePrompts
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import read_trace
 from pytest_goodput.load.worker import Init
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
 from refserver import serve_in_thread  # noqa: E402

@@ -8,7 +8,7 @@ from typing import Callable, Optional
 
 import pytest
 
-from pytest_goodput.judge.capacity import capacity_comparison
+from pytest_goodput.judge.shapes.capacity import capacity_comparison
 from pytest_goodput.run.capacity import (
     MAX_PROBES,
     Probe,
@@ -16,7 +16,7 @@ from pytest_goodput.run.capacity import (
     plan_next_rate,
     search,
 )
-from pytest_goodput.schema.results import (
+from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
     Goodput,
@@ -25,7 +25,7 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def cap_spec(**kw: object) -> ScenarioSpec:

@@ -12,11 +12,11 @@ import struct
 import pytest
 
 from pytest_goodput.load.client.capture_process import bpf_program
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan, Wire
-from pytest_goodput.measure.packets import (
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan, Wire
+from pytest_goodput.measure.records.packets import (
     ACK, RECORD, SYN, parse_ethernet, parse_ip, segments, stream_at, streams,
 )
-from pytest_goodput.measure.retime import ClockMap, FramingError, body_map, retime, retime_all
+from pytest_goodput.measure.records.retime import ClockMap, FramingError, body_map, retime, retime_all
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 8000)
 
@@ -175,8 +175,8 @@ def test_the_filter_program_keeps_only_the_engine_port() -> None:
 
 
 def test_the_summary_line_says_which_stamps_and_how_many_were_mapped() -> None:
-    from pytest_goodput.report.summary import receive_line
-    from pytest_goodput.schema.results import Distribution, ReceiveTimestamps
+    from pytest_goodput.report.text.summary import receive_line
+    from pytest_goodput.schema.runs.results import Distribution, ReceiveTimestamps
 
     assert receive_line(ReceiveTimestamps(source="read", reason="capture off")) == "read time (capture off)"
     ts = ReceiveTimestamps(source="capture", responses=2, responses_mapped=1, events=4, events_mapped=3,
@@ -187,8 +187,8 @@ def test_the_summary_line_says_which_stamps_and_how_many_were_mapped() -> None:
 
 
 def test_a_tests_receive_note_sums_the_runs_hand_computed():
-    from pytest_goodput.report.summary import receive_note
-    from pytest_goodput.schema.results import ReceiveTimestamps
+    from pytest_goodput.report.text.summary import receive_note
+    from pytest_goodput.schema.runs.results import ReceiveTimestamps
 
     class Spec:
         def __init__(self, capture):

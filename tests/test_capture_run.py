@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_goodput.load import capture, health
-from pytest_goodput.load.capture import CaptureError, CaptureFallbackWarning, begin, unavailable
+from pytest_goodput.load.selfcheck import capture, health
+from pytest_goodput.load.selfcheck.capture import CaptureError, CaptureFallbackWarning, begin, unavailable
 from pytest_goodput.measure.metrics import judge_loop_lag
 from pytest_goodput.plugin.settings import SettingsError, resolve
 

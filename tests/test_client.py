@@ -17,8 +17,8 @@ from refserver import RefServer, serve_in_thread  # noqa: E402
 
 from pytest_goodput.load.client.event_loop import new_event_loop, run
 from pytest_goodput.load.client.http import OpenAIClient, check_reachable
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.schema.endpoint import normalize_base_url
 
 

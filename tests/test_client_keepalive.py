@@ -15,8 +15,8 @@ from time import perf_counter
 
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.measure.records.record import to_record
 
 EVENTS = [
     {"id": "cmpl-1", "choices": [{"index": 0, "text": "hi"}]},

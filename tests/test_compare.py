@@ -63,7 +63,7 @@ def test_a_blanket_tolerance_does_not_widen_the_error_rates_absolute_one(tmp_pat
     percentage points, so the error rate keeps its own (0.5 point) tolerance."""
     from pytest_goodput.measure.metrics import summarize
     from pytest_goodput.schema.registry import tolerance_for
-    from pytest_goodput.schema.spec import build_spec
+    from pytest_goodput.schema.scenario.spec import build_spec
 
     spec = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400, "tolerance": 0.2})
     assert tolerance_for(spec, "error_rate", 0.3) == 0.005
@@ -88,7 +88,7 @@ def test_a_blanket_tolerance_does_not_widen_the_error_rates_absolute_one(tmp_pat
 def _baseline_of_one_sitting(path, sessions: int = 5) -> str:
     """A stored baseline of ``sessions`` sessions recorded back to back on 2026-11-01."""
     from pytest_goodput.judge.evidence import samples_of
-    from pytest_goodput.schema.baseline import BaselineRun
+    from pytest_goodput.schema.runs.baseline import BaselineRun
     from pytest_goodput.schema.environment import Fingerprint
     from pytest_goodput.store import baseline as store
 

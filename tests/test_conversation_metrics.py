@@ -10,16 +10,16 @@ import math
 
 import pytest
 
-from pytest_goodput.judge.values import common_prefix, metric_value, pooled
+from pytest_goodput.judge.scalar.values import common_prefix, metric_value, pooled
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.requests.prefix import prefix_groups_of, prefix_text
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.measure.prefix_cache import cached_prompt_tokens
-from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.records.prefix_cache import cached_prompt_tokens
+from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, Samples
-from pytest_goodput.schema.spec import SpecError, build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, Samples
+from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 from pytest_goodput.sim import openai
 
 HEALTHY = ClientHealth(valid=True, cpu_utilization=0.1)
@@ -162,7 +162,7 @@ def test_conversations_carry_a_prefix_on_their_first_turn_only():
 
 
 def test_the_cli_table_shows_turns_and_the_cache():
-    from pytest_goodput.report.summary import render_result
+    from pytest_goodput.report.text.summary import render_result
 
     spec = build_spec(dict(scenario="concurrency", concurrency=2, api="chat", turns=3, requests=6))
     text = render_result(summarize(CONVERSATIONS, spec, HEALTHY))
@@ -176,7 +176,7 @@ def test_the_cli_table_shows_turns_and_the_cache():
 
 def test_conversations_gate_the_later_turns_ttft_by_default():
     from pytest_goodput.schema.registry import default_gate
-    from pytest_goodput.schema.spec import build_spec
+    from pytest_goodput.schema.scenario.spec import build_spec
 
     chat = build_spec({"scenario": "concurrency", "concurrency": 2, "api": "chat", "turns": 3, "requests": 6})
     single = build_spec({"scenario": "concurrency", "concurrency": 2, "api": "chat", "requests": 6})

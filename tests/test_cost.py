@@ -7,8 +7,8 @@ import pytest
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.plugin.ledger import Ledger
-from pytest_goodput.report.cost import cost_lines
-from pytest_goodput.schema.cost import EngineUse, TestCost
+from pytest_goodput.report.text.cost import cost_lines
+from pytest_goodput.schema.outcomes.cost import EngineUse, TestCost
 
 pytestmark = pytest.mark.fast
 
@@ -50,7 +50,7 @@ def test_an_attached_engine_costs_no_launch() -> None:
 
 
 def test_the_words() -> None:
-    from pytest_goodput.schema.outcome import TestOutcome
+    from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
     a = TestOutcome(nodeid="t.py::a", scenario="server", cost=TestCost(launches=2, load_s=8.0))
     b = TestOutcome(nodeid="t.py::b", scenario="server", cost=TestCost(launches=1, load_s=12.04))
@@ -66,9 +66,9 @@ def test_the_words() -> None:
 
 
 def test_reports_carry_the_cost() -> None:
-    from pytest_goodput.report.markdown import render_markdown
-    from pytest_goodput.report.terminal import render_summary
-    from pytest_goodput.schema.outcome import TestOutcome
+    from pytest_goodput.report.md.markdown import render_markdown
+    from pytest_goodput.report.text.terminal import render_summary
+    from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
     a = TestOutcome(nodeid="t.py::a", scenario="server", cost=TestCost(launches=2, load_s=8.0))
     use = EngineUse(launches=2, start_s=5.5, load_s=8.0, tests=1)

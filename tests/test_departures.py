@@ -6,13 +6,13 @@ Every expected number is computed by hand in the comments (docs/metrics.md, "Dep
 from __future__ import annotations
 
 from pytest_goodput.load.client.capture_process import bpf_program, departures_program
-from pytest_goodput.load.departures import judge_departures
-from pytest_goodput.load.health import judge
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan, Wire
+from pytest_goodput.load.selfcheck.departures import judge_departures
+from pytest_goodput.load.selfcheck.health import judge
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan, Wire
 from pytest_goodput.measure.metrics import distribution
-from pytest_goodput.measure.packets import ACK, SYN, Segment, departures
-from pytest_goodput.measure.retime import ClockMap, depart_all
-from pytest_goodput.schema.results import ReceiveTimestamps
+from pytest_goodput.measure.records.packets import ACK, SYN, Segment, departures
+from pytest_goodput.measure.records.retime import ClockMap, depart_all
+from pytest_goodput.schema.runs.results import ReceiveTimestamps
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 8000)
 MS = 1_000_000  # ns

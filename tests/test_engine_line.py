@@ -1,14 +1,14 @@
-"""Every report's first line names the engine its numbers come from (report/engine_line.py)."""
+"""Every report's first line names the engine its numbers come from (report/text/engine_line.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.report.engine_line import engine_line
-from pytest_goodput.report.markdown import render_markdown
-from pytest_goodput.report.terminal import render_summary
-from pytest_goodput.schema.ab_summary import ABSummary
-from pytest_goodput.schema.outcome import TestOutcome as Outcome
+from pytest_goodput.report.text.engine_line import engine_line
+from pytest_goodput.report.md.markdown import render_markdown
+from pytest_goodput.report.text.terminal import render_summary
+from pytest_goodput.schema.outcomes.ab_summary import ABSummary
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 
 SIM = {"engine": "pytest-goodput-sim", "engine_version": "0.1.0"}
 SERVE = {"engine": "llama-server", "engine_cmd": "llama-server -m m.gguf --api-key *** --port 8001"}

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import beta
 
-from pytest_goodput.judge.error_rate import error_rate_comparison, widening
-from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare, decide
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.judge.scalar.error_rate import error_rate_comparison, widening
+from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare, decide
+from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.stats.binomial import clopper_pearson_interval, dispersion, exact_difference_interval
 
 ERR = MetricDef.of("error_rate")

@@ -16,8 +16,8 @@ from faultserver import serve_in_thread  # noqa: E402
 
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
 from pytest_goodput.load.client.http import OpenAIClient  # noqa: E402
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
-from pytest_goodput.measure.record import to_record  # noqa: E402
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
+from pytest_goodput.measure.records.record import to_record  # noqa: E402
 
 
 def plan(i: int) -> RequestPlan:

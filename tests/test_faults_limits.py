@@ -14,9 +14,9 @@ from faultserver import serve_in_thread  # noqa: E402
 
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
 from pytest_goodput.load.client.http import READ_OVERHEAD, OpenAIClient, response_byte_limit  # noqa: E402
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
-from pytest_goodput.measure.record import to_record  # noqa: E402
-from pytest_goodput.measure.sse import MAX_LINE_BYTES  # noqa: E402
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
+from pytest_goodput.measure.records.record import to_record  # noqa: E402
+from pytest_goodput.measure.records.sse import MAX_LINE_BYTES  # noqa: E402
 
 
 def send(url: str, n: int = 1, *, max_tokens: int = 16, fault: dict | None = None,

@@ -12,10 +12,10 @@ from faultserver import serve_in_thread  # noqa: E402
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
 from pytest_goodput.load.coordinator import drive  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan  # noqa: E402
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.metrics import summarize  # noqa: E402
-from pytest_goodput.measure.record import to_record  # noqa: E402
-from pytest_goodput.schema.spec import ScenarioSpec  # noqa: E402
+from pytest_goodput.measure.records.record import to_record  # noqa: E402
+from pytest_goodput.schema.scenario.spec import ScenarioSpec  # noqa: E402
 
 
 def test_dead_engine_in_closed_loop_is_an_engine_failure_not_a_busy_client():

@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 import pytest
 
-from pytest_goodput.judge.frontier import compare_frontiers, ratio_interval
-from pytest_goodput.judge.frontier_noise import (
+from pytest_goodput.judge.shapes.frontier import compare_frontiers, ratio_interval
+from pytest_goodput.judge.noise.frontier_noise import (
     noise_by_load,
     relative_half_width,
     throughput_interval,
@@ -23,8 +23,8 @@ from pytest_goodput.measure.frontier import (
     step_lookup,
     step_polyline,
 )
-from pytest_goodput.schema.frontier import FrontierPoint
-from pytest_goodput.schema.results import (
+from pytest_goodput.schema.outcomes.frontier import FrontierPoint
+from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
     Goodput,
@@ -35,7 +35,7 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def pt(x: Optional[float], y: Optional[float], load: float = 1.0, **kw: Any) -> FrontierPoint:

@@ -10,9 +10,9 @@ import pytest
 from pytest_goodput.cli import main
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.report import plot as plot_mod
-from pytest_goodput.schema.outcome import TestOutcome as Outcome
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 N, TOKENS = 20, 11
 
@@ -128,7 +128,7 @@ EQUAL = "at equal load"
 def baseline_file(path: Path, runs: list[RunResult], sessions: int) -> Path:
     """A stored baseline of the sweep, recorded ``sessions`` times (the default is 5)."""
     from pytest_goodput.judge.evidence import from_sweep_runs
-    from pytest_goodput.schema.baseline import BaselineRun
+    from pytest_goodput.schema.runs.baseline import BaselineRun
     from pytest_goodput.schema.environment import Fingerprint
     from pytest_goodput.store import baseline as store
 

@@ -12,8 +12,8 @@ import pytest
 
 from judge_scenarios import Workload, evidence, run
 from pytest_goodput.judge import Policy, fails, judge
-from pytest_goodput.schema.results import Samples
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.scenario.spec import build_spec
 
 LOADS = (1.0, 4.0, 16.0)
 #: Each load's workload: TPOT grows with load, and so does throughput (a shorter window).
@@ -67,7 +67,7 @@ def test_interactivity_tolerance_changes_the_step_view_and_no_verdict() -> None:
 
 @pytest.mark.parametrize("value", [-0.1, 1.0])
 def test_interactivity_tolerance_is_a_fraction(value: float) -> None:
-    from pytest_goodput.schema.spec import SpecError
+    from pytest_goodput.schema.scenario.spec import SpecError
 
     with pytest.raises(SpecError, match="interactivity_tolerance"):
         build_spec(dict(scenario="sweep", sweep=[1, 2], requests=8, interactivity_tolerance=value))

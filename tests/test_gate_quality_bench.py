@@ -155,7 +155,7 @@ def test_ab_stopping_replays_exactly_what_run_ab_decides(gate_drift) -> None:  #
     """bench/ab_stopping.py judges recorded rounds: the same rounds and verdicts as the live job."""
     import ab_stopping
 
-    from pytest_goodput.judge.ab import DEFAULT_RULE
+    from pytest_goodput.judge.sequential.ab import DEFAULT_RULE
     from pytest_goodput.run.ab import ab_metrics
 
     args = _bench_args(goodput_slowdown=1.1, ttft_slowdown=1.12, max_rounds=5, record_rounds=5)

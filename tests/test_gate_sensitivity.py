@@ -24,7 +24,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from judge_scenarios import Workload, run, spec, verdicts  # noqa: E402
 
-from pytest_goodput.schema.results import Samples  # noqa: E402
+from pytest_goodput.schema.runs.results import Samples  # noqa: E402
 
 TRIALS = 30
 #: The README's marker: 240 requests, 2 repeats; the gate's default 5 baseline sessions.

@@ -15,11 +15,11 @@ import pytest_goodput.report.files  # noqa: E402,F401
 
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
-import pytest_goodput.judge.verdicts  # noqa: F401
+import pytest_goodput.judge.scalar.verdicts  # noqa: F401
 import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.report.github  # noqa: F401
-import pytest_goodput.report.markdown  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.md.markdown  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
@@ -55,7 +55,7 @@ def test_perf():
 
 @pytest.mark.parametrize("scenario", ["sweep", "capacity"])
 def test_gate_is_refused_where_runs_of_different_loads_would_be_pooled(scenario):
-    from pytest_goodput.schema.spec import SpecError, build_spec
+    from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 
     args = {"scenario": scenario, "gate": ["metrics.ttft_ms.p99"], "ttft_ms": 100.0}
     if scenario == "sweep":

@@ -23,13 +23,13 @@ import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
 
-import pytest_goodput.judge.verdicts  # noqa: F401  (pytester: import C-extension users once)
+import pytest_goodput.judge.scalar.verdicts  # noqa: F401  (pytester: import C-extension users once)
 import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.report.github  # noqa: F401
-import pytest_goodput.report.markdown  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.md.markdown  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.store import baseline as store
 
 pytest_plugins = ["pytester"]

@@ -12,9 +12,9 @@ from pytest_goodput.plugin.harness import GoodputHarness
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.plugin.settings import resolve
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.scenario.spec import build_spec
 
 
 def measurement(valid: bool) -> Measurement:

@@ -1,4 +1,4 @@
-"""Measuring the PR over several engine launches (``judge/head_launches.py``): the looks'
+"""Measuring the PR over several engine launches (``judge/sequential/head_launches.py``): the looks'
 levels by hand, the stopping decision, and the gate as users run it (pytester)."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from judge_scenarios import Workload, evidence, run, spec  # noqa: E402
 from pytest_goodput.judge import Policy, fails  # noqa: E402
 from statistics import NormalDist  # noqa: E402
 
-from pytest_goodput.judge.head_launches import HeadRule, conditional_power, judge_look, look, settle  # noqa: E402
-from pytest_goodput.schema.outcome import MetricComparison  # noqa: E402
-from pytest_goodput.schema.outcome import TestOutcome as Outcome  # noqa: E402
+from pytest_goodput.judge.sequential.head_launches import (  # noqa: E402
+    HeadRule, conditional_power, judge_look, look, settle)
+from pytest_goodput.schema.outcomes.outcome import MetricComparison  # noqa: E402
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome  # noqa: E402
 
 
 def test_one_planned_launch_is_the_gates_own_single_look() -> None:

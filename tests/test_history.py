@@ -10,12 +10,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pytest_goodput.judge import changepoints as cp
-from pytest_goodput.report.markdown import render_markdown
-from pytest_goodput.report.trend import PALETTE, trend_chart
+from pytest_goodput.report.md.markdown import render_markdown
+from pytest_goodput.report.md.trend import PALETTE, trend_chart
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.history import HistoryEntry, Trend, TrendPoint
+from pytest_goodput.schema.runs.history import HistoryEntry, Trend, TrendPoint
 from pytest_goodput.run.history import series_of
-from pytest_goodput.schema.outcome import TestOutcome as Outcome
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 from pytest_goodput.store import history as store
 from pytest_goodput.store.files import WriteError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.history import HistoryEntry
+from pytest_goodput.schema.runs.history import HistoryEntry
 from pytest_goodput.store import history as store
 
 pytest.importorskip("ruptures")

@@ -16,7 +16,7 @@ import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 from pytest_goodput.engines.engine import simulator
-from pytest_goodput.schema.history import HistoryEntry
+from pytest_goodput.schema.runs.history import HistoryEntry
 from pytest_goodput.store import history as store
 
 ruptures = pytest.importorskip("ruptures")

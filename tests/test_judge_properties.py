@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from judge_scenarios import Workload, readings, run, spec, verdicts  # noqa: E402
 
 from pytest_goodput.judge import Policy  # noqa: E402
-from pytest_goodput.schema.results import Samples  # noqa: E402
+from pytest_goodput.schema.runs.results import Samples  # noqa: E402
 
 LATENCIES = ("metrics.ttft_ms.p50", "metrics.ttft_ms.p99", "metrics.tpot_ms.p50",
              "metrics.tpot_ms.p99")
@@ -159,7 +159,7 @@ def test_a_session_whose_failures_reach_the_percentile_counts_at_the_slowest_suc
     10, 20, 30, 40 ms → 20; session B 15 ms and three failures → rank 2 is a failure, counted
     at the baseline's slowest success, 40 → 40. Centre √(20·40) = 28.28 ms; the current run
     22, 24, 26, 28 → 24 ms, change 24 / 28.28 − 1 = −15.1 %."""
-    from pytest_goodput.judge.verdicts import MetricDef, compare_metric
+    from pytest_goodput.judge.scalar.verdicts import MetricDef, compare_metric
 
     base = [[_samples([10.0, 20.0, 30.0, 40.0])], [_samples([15.0, None, None, None])]]
     c = compare_metric(MetricDef.of("metrics.ttft_ms.p50"), base, [_samples([22.0, 24.0, 26.0, 28.0])])

@@ -26,9 +26,9 @@ from pytest_goodput.engines.prometheus import scrape, server_metrics
 from pytest_goodput.engines.tinyllama import DEFAULT_WORDS, write_tiny_llama
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.schema.results import RequestRecord
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.schema.runs.results import RequestRecord
 
 pytestmark = pytest.mark.llamacpp
 

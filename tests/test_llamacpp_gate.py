@@ -42,22 +42,22 @@ pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytes
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
 import pytest_goodput.engines.launch  # noqa: E402,F401
 import pytest_goodput.engines.prometheus  # noqa: E402,F401
-import pytest_goodput.judge.verdicts
+import pytest_goodput.judge.scalar.verdicts
 import pytest_goodput.load.coordinator
 import pytest_goodput.report.github  # noqa: E402,F401
-import pytest_goodput.report.markdown  # noqa: E402,F401
-import pytest_goodput.report.terminal  # noqa: E402,F401
+import pytest_goodput.report.md.markdown  # noqa: E402,F401
+import pytest_goodput.report.text.terminal  # noqa: E402,F401
 from pytest_goodput.engines.engine import Engine, launch
 from pytest_goodput.engines.tinyllama import write_tiny_llama
-from pytest_goodput.judge.frontier import compare_frontiers
-from pytest_goodput.judge.frontier_noise import sweep_noise
+from pytest_goodput.judge.shapes.frontier import compare_frontiers
+from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.results import RunResult, Samples
+from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import RunResult, Samples
 from pytest_goodput.schema.cpus import plan_cpus
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.scenario.spec import build_spec
 
 pytest_plugins = ["pytester"]
 pytestmark = [pytest.mark.llamacpp]

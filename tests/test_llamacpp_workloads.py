@@ -18,8 +18,8 @@ pytest.importorskip("gguf", reason="needs the llamacpp extra: pip install 'pytes
 
 from pytest_goodput.engines.engine import Engine  # noqa: E402
 from pytest_goodput.load.scenario import run_scenario  # noqa: E402
-from pytest_goodput.schema.results import RunResult  # noqa: E402
-from pytest_goodput.schema.spec import build_spec  # noqa: E402
+from pytest_goodput.schema.runs.results import RunResult  # noqa: E402
+from pytest_goodput.schema.scenario.spec import build_spec  # noqa: E402
 from tiny_llamacpp import ALIAS, two_slot_engine  # noqa: E402
 
 pytestmark = [pytest.mark.llamacpp]

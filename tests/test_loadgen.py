@@ -10,9 +10,9 @@ import pytest
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.coordinator import drive
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.load.health import LOOP_LAG_P99_MS, judge, send_lag_limit_ms
-from pytest_goodput.measure.exchange import RawExchange
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.load.selfcheck.health import LOOP_LAG_P99_MS, judge, send_lag_limit_ms
+from pytest_goodput.measure.records.exchange import RawExchange
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 class FakeClient:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.schema.applicability import not_applicable
-from pytest_goodput.schema.arg_errors import percentile_slo_form, type_words
-from pytest_goodput.schema.marker import check_marker
-from pytest_goodput.schema.spec import ScenarioSpec, SpecError
+from pytest_goodput.schema.scenario.applicability import not_applicable
+from pytest_goodput.schema.scenario.arg_errors import percentile_slo_form, type_words
+from pytest_goodput.schema.scenario.marker import check_marker
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
 
 pytest_plugins = ["pytester"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_goodput.report.markers_doc import render_markers_doc
-from pytest_goodput.schema.marker import marker_arguments
+from pytest_goodput.schema.scenario.marker import marker_arguments
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "markers.md"
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import is_good
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.schema.scenario.spec import build_spec
 
 
 def ev(obj: Any) -> bytes:

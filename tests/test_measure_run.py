@@ -15,8 +15,8 @@ from pytest_goodput.measure.metrics import (
     measurement_window,
     summarize,
 )
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.scenario.spec import build_spec
 
 HEALTHY = ClientHealth(valid=True, cpu_utilization=0.1)
 

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import pytest
 
-from pytest_goodput.report.mermaid import (
+from pytest_goodput.report.md.mermaid import (
     legend,
     mermaid_xychart,
     nice_ceiling,
@@ -23,7 +23,7 @@ from pytest_goodput.report.mermaid import (
     quote,
     x_labels,
 )
-from pytest_goodput.schema.frontier import FrontierPoint
+from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 
 STR = r'"[^"`\n]*"'
 NUM = r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)"

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from pytest_goodput.measure.metrics import distribution, is_good, summarize
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.stats.quantiles import percentile as percentile_nearest_rank
 
 HEALTHY = ClientHealth(valid=True, cpu_utilization=0.1)

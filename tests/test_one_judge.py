@@ -23,7 +23,7 @@ import pytest_goodput.run.gating  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.judge import Policy, fails, from_results, judge
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema import outcome as outcome_schema
+from pytest_goodput.schema.outcomes import outcome as outcome_schema
 
 pytest_plugins = ["pytester"]
 
@@ -122,7 +122,7 @@ def test_identity_and_slos_are_judged_by_the_cli_too(tmp_path, sim_url):
     """What the CLI used to skip: another hardware label is incomparable; a broken SLO fails."""
     from pytest_goodput.engines.engine import attach
     from pytest_goodput.run.runner import measure
-    from pytest_goodput.schema.spec import build_spec
+    from pytest_goodput.schema.scenario.spec import build_spec
 
     spec = build_spec(dict(scenario="server", requests=30, rate=30.0, isl=16, osl=8, ttft_ms=0.001))
     with attach(sim_url) as eng:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_goodput.measure.frontier import pareto_frontier, step_lookup
 from pytest_goodput.report.plot import PlotUnavailable, build_figure, plot_frontiers
-from pytest_goodput.schema.frontier import FrontierPoint
+from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 
 
 def pt(x: float, y: float, load: float = 1.0) -> FrontierPoint:

@@ -20,14 +20,14 @@ import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
 
-import pytest_goodput.judge.verdicts
+import pytest_goodput.judge.scalar.verdicts
 
 # pytester's in-process runs drop modules first imported inside them; C extensions such as
 # numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
 import pytest_goodput.load.coordinator
 import pytest_goodput.report.github  # noqa: F401
-import pytest_goodput.report.markdown  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.md.markdown  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]

@@ -130,7 +130,7 @@ def test_plain():
 """)
     res, modules = _collect(pytester)
     assert res.ret == pytest.ExitCode.OK, res.stdout.str() + res.stderr.str()
-    assert {"pytest_goodput.schema.spec", "pytest_goodput.plugin.session"} <= modules
+    assert {"pytest_goodput.schema.scenario.spec", "pytest_goodput.plugin.session"} <= modules
     # The load generator waits for a test that measures.
     assert "pytest_goodput.plugin.harness" not in modules and "aiohttp" not in modules
 

@@ -19,10 +19,10 @@ import pytest_goodput.plugin.harness  # noqa: E402,F401
 import pytest_goodput.plugin.session  # noqa: E402,F401
 import pytest_goodput.report.files  # noqa: E402,F401
 
-import pytest_goodput.judge.frontier_noise
-import pytest_goodput.judge.verdicts
+import pytest_goodput.judge.noise.frontier_noise
+import pytest_goodput.judge.scalar.verdicts
 import pytest_goodput.load.coordinator
-import pytest_goodput.report.markdown  # noqa: F401
+import pytest_goodput.report.md.markdown  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]

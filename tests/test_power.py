@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from pytest_goodput.judge.spread import PRIOR_RUNS, power_bound, power_factor, prior_dominates
-from pytest_goodput.judge.verdicts import MetricDef, rule
+from pytest_goodput.judge.noise.spread import PRIOR_RUNS, power_bound, power_factor, prior_dominates
+from pytest_goodput.judge.scalar.verdicts import MetricDef, rule
 
 TTFT = MetricDef.of("metrics.ttft_ms.p99")  # 15 % tolerance, lower is better
 

@@ -1,4 +1,4 @@
-"""Power planning (``judge/power_plan.py``): the noise split and the launches a tolerance
+"""Power planning (``judge/noise/power_plan.py``): the noise split and the launches a tolerance
 needs, against hand-computed cases; the ``plan`` command and the recording's plan as users
 meet them."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.judge.power_plan import noise_split, plan_metric, seconds_per_launch
-from pytest_goodput.judge.sittings import Sittings
-from pytest_goodput.judge.verdicts import MetricDef
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.judge.noise.power_plan import noise_split, plan_metric, seconds_per_launch
+from pytest_goodput.judge.noise.sittings import Sittings
+from pytest_goodput.judge.scalar.verdicts import MetricDef
+from pytest_goodput.schema.runs.results import Samples
 
 TPOT_P50 = "metrics.tpot_ms.p50"
 

@@ -23,7 +23,7 @@ import pytest_goodput.load.pools.ray.pool
 import pytest_goodput.plugin.harness
 import pytest_goodput.plugin.session
 import pytest_goodput.report.files
-import pytest_goodput.report.terminal
+import pytest_goodput.report.text.terminal
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.pools.ray.clock_offset import Sample, estimate
 from pytest_goodput.load.pools.ray.columns import pack, unpack
@@ -32,10 +32,10 @@ from pytest_goodput.load.plan import worker_count
 from pytest_goodput.load.pools import ShardError
 from pytest_goodput.load.pools.ray.actor import LoadWorker
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.plugin.settings import SettingsError, resolve
 from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from test_shard import _view  # the process backend's own comparison
 
 ray = pytest.importorskip("ray", reason="the Ray backend's tests need pytest-goodput[ray]")

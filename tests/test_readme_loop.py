@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.stats.binomial import percentile_proof
 
 ROOT = Path(__file__).resolve().parent.parent

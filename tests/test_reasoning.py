@@ -15,15 +15,15 @@ import pytest
 from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.judge.slos import run_slo_outcomes
-from pytest_goodput.judge.values import metric_value, pooled
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.judge.scalar.values import metric_value, pooled
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.headline import key_metrics
 from pytest_goodput.measure.metrics import is_good, summarize
-from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, Samples
-from pytest_goodput.schema.spec import SpecError, build_spec
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, Samples
+from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 from pytest_goodput.sim import openai
 from pytest_goodput.sim.profile import SimProfileError, profile_from_env_and_args
 

@@ -14,7 +14,7 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]

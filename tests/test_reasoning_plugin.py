@@ -15,10 +15,10 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.record import to_record
 
 pytest_plugins = ["pytester"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.record import itl_ms, to_record
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.record import itl_ms, to_record
 
 T0 = 100.0  # sent_at; all other times are T0 + milliseconds / 1000
 

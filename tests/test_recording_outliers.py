@@ -15,7 +15,7 @@ import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
-from pytest_goodput.judge.recording import (
+from pytest_goodput.judge.noise.recording import (
     OUTLIER_NOTE,
     Outlier,
     describe,
@@ -23,13 +23,13 @@ from pytest_goodput.judge.recording import (
     recording_outliers,
     session_outliers,
 )
-from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.plugin.session import record_again_command
 from pytest_goodput.plugin.settings import Settings
-from pytest_goodput.report.markdown import render_markdown
-from pytest_goodput.report.terminal import render_summary
-from pytest_goodput.schema.outcome import TestOutcome as Outcome
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.report.md.markdown import render_markdown
+from pytest_goodput.report.text.terminal import render_summary
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
+from pytest_goodput.schema.runs.results import Samples
 
 pytest_plugins = ["pytester"]
 

@@ -12,8 +12,8 @@ from typing import Callable
 import pytest
 
 from pytest_goodput.run import runner
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec, build_spec
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, build_spec
 from test_capacity import cap_spec, fake_result, step_curve
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import report_fixtures as fx
 
-from pytest_goodput.report.markdown import render_markdown
-from pytest_goodput.report.md_context import questions_table, why_block
-from pytest_goodput.report.md_shapes import capacity_block, points_table, step_table
-from pytest_goodput.report.terminal import failure_message, render_summary
+from pytest_goodput.report.md.markdown import render_markdown
+from pytest_goodput.report.md.md_context import questions_table, why_block
+from pytest_goodput.report.md.md_shapes import capacity_block, points_table, step_table
+from pytest_goodput.report.text.terminal import failure_message, render_summary
 
 GOLDEN = Path(__file__).parent / "golden"
 

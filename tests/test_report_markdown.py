@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import report_fixtures as fx
 
-from pytest_goodput.report import markdown as md
-from pytest_goodput.report.markdown import (
+from pytest_goodput.report.md import markdown as md
+from pytest_goodput.report.md.markdown import (
     code_span,
     escape_cell,
     render_markdown,

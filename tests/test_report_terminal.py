@@ -18,7 +18,7 @@ from pytest_goodput.report.vocabulary import (
     worst_comparison,
 )
 from pytest_goodput.report.progress import Progress
-from pytest_goodput.report.terminal import (
+from pytest_goodput.report.text.terminal import (
     INVALID_REMEDY,
     failure_message,
     render_summary,
@@ -203,7 +203,7 @@ def test_a_sweep_judged_on_its_tpot_shows_tpot_under_its_own_name_and_unit():
     """A sweep's row holds its worst point's worse metric: when that is TPOT (40 -> 48 ms,
     +20 %), every report names TPOT and ms, never tok/s under "frontier throughput"."""
     from pytest_goodput.report.github import annotations
-    from pytest_goodput.report.markdown import render_markdown
+    from pytest_goodput.report.md.markdown import render_markdown
 
     worst = fx.cmp("frontier_throughput", 40.0, 48.0, "regressed", interval=(0.15, 0.25),
                    note="worst at load 16 (TPOT +20.0%) of 3 points compared at equal load")

@@ -18,9 +18,9 @@ from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run import runner
 from pytest_goodput.run.capacity import Probe, remaining_probes
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper, from_summary, gauge_stats, server_summary, to_summary
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.results import Goodput
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import Goodput
+from pytest_goodput.schema.scenario.spec import build_spec
 
 
 def fake_run_once(calls: list):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pytest_goodput.run.ab import run_ab
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from test_saturation_sweep import KNEE_AT_4, KNEE_AT_16, SPEC, point_run
 
 # base saturates at 16 (gain 5 % for 4x the users while E2E quadruples), head already at 4.

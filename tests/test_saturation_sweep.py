@@ -11,8 +11,8 @@ from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.measure.headline import measurement_metrics
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.run import runner
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 N, TOKENS = 40, 10
 SPEC = ScenarioSpec(scenario="sweep", sweep=(1, 4, 16, 32), requests=N, isl=8, osl=TOKENS)

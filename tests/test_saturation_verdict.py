@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.judge.saturation import saturation_comparison
+from pytest_goodput.judge.shapes.saturation import saturation_comparison
 
 LOADS = (1.0, 2.0, 4.0, 8.0)
 
@@ -70,7 +70,7 @@ SAT = {"load_kind": "rate", "measured": [1.0, 2.0, 4.0], "began_at": 4.0, "step"
 
 
 def _outcome(sat: dict):
-    from pytest_goodput.schema.outcome import TestOutcome
+    from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
     point = {"load": 1.0, "load_kind": sat["load_kind"], "interactivity": 20.0, "throughput": 100.0}
     return TestOutcome(nodeid="t.py::test_sweep", scenario="sweep",
@@ -78,9 +78,9 @@ def _outcome(sat: dict):
 
 
 def test_reports_say_where_saturation_began_and_what_was_skipped() -> None:
-    from pytest_goodput.report.md_shapes import frontier_block
-    from pytest_goodput.report.shapes import saturation_headline
-    from pytest_goodput.report.terminal import render_summary
+    from pytest_goodput.report.md.md_shapes import frontier_block
+    from pytest_goodput.report.text.shapes import saturation_headline
+    from pytest_goodput.report.text.terminal import render_summary
 
     line = ("saturation: began at rate 4 req/s (achieved/offered 0.333 < 0.352, TTFT slope "
             "+2.05e+03 ms/s (p 1.6e-14)); sweep stopped, skipped rate 8 req/s: 1 point, ~3 s of load")

@@ -14,7 +14,7 @@ from pytest_goodput.load.requests.schedule import (
     open_loop_schedule,
     warmup_mask,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def spec(**kw):

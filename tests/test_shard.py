@@ -9,14 +9,14 @@ import pytest
 
 from pytest_goodput.load import coordinator, plan as plan_mod
 from pytest_goodput.load.client.event_loop import run
-from pytest_goodput.load.health import WorkerStats, judge_workers
+from pytest_goodput.load.selfcheck.health import WorkerStats, judge_workers
 from pytest_goodput.load.plan import count_owned, owned, plan_run, split, worker_count
 from pytest_goodput.load.pools import ShardError
 from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.requests.schedule import mean_rate, open_loop_schedule
 from pytest_goodput.load.worker import Init
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 # --- pure parts -------------------------------------------------------------------------
 

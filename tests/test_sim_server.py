@@ -166,7 +166,7 @@ def test_metrics_parse_and_counters_move(sim: Sim) -> None:
 def test_project_client_measures_the_simulator(sim: Sim) -> None:
     import pytest_goodput.load.client.event_loop as loop_mod
     import pytest_goodput.load.client.http as client_mod
-    import pytest_goodput.measure.record as record_mod
+    import pytest_goodput.measure.records.record as record_mod
 
     async def go() -> list:
         async with client_mod.OpenAIClient(sim.url, "goodput-sim") as c:

@@ -18,11 +18,11 @@ from pytest_goodput.judge.evidence import samples_of
 from pytest_goodput.load.sketch import SKETCH_ABOVE, SketchPlan, sketch_plan
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.load.pools.ray.columns import unpack
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.run_part import part_of, records_of
 from pytest_goodput.measure.sketched import sketch_note, summarize_part
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.quantiles import percentile
 from pytest_goodput.stats.sketch import QuantileSketch
 
@@ -158,9 +158,9 @@ def test_the_sample_is_chosen_by_request_index_from_the_seed():
 def test_reports_say_a_run_was_sketched():
     from report_fixtures import passed
 
-    from pytest_goodput.report.markdown import render_markdown
-    from pytest_goodput.report.summary import render_result
-    from pytest_goodput.report.terminal import render_summary
+    from pytest_goodput.report.md.markdown import render_markdown
+    from pytest_goodput.report.text.summary import render_result
+    from pytest_goodput.report.text.terminal import render_summary
 
     spec, records, _ = CASES["server"]
     info = SketchPlan(ALPHA, 0.1, 0, 400).info(300, 40)

@@ -7,17 +7,17 @@ from statistics import NormalDist
 
 import pytest
 
-from pytest_goodput.judge.degradation import degradation_comparison
+from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.evidence import from_baseline, from_results
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
 from pytest_goodput.measure.degradation import from_summary, session_degradation, slice_noise, to_summary
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.slices import edges, run_slices, time_slices
-from pytest_goodput.report.slices import slices_block, slices_line
-from pytest_goodput.schema.outcome import TestOutcome as Outcome
+from pytest_goodput.report.text.slices import slices_block, slices_line
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 from pytest_goodput.schema.registry import DEGRADATION, default_gate, is_gateable, tolerance_for
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, RunResult
-from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 from pytest_goodput.sim.degrade import DegradeSchedule, degrade_schedule
 from pytest_goodput.sim.profile import SimProfile
 
@@ -144,7 +144,7 @@ def test_judge_rule_by_hand():
 
 
 def test_the_judge_gates_degradation_against_the_baselines_own():
-    from pytest_goodput.schema.baseline import BaselineFile, BaselineRun
+    from pytest_goodput.schema.runs.baseline import BaselineFile, BaselineRun
     from pytest_goodput.schema.environment import Fingerprint
 
     run = hand_run().model_copy(update={"slices": run_slices(hand_run())})

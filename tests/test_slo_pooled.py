@@ -11,8 +11,8 @@ import pytest
 
 from pytest_goodput.judge import Policy, from_results, judge
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.schema.results import ClientHealth, RequestRecord
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+from pytest_goodput.schema.scenario.spec import build_spec
 
 
 def _result(n: int, over: int, spec):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_goodput.schema.spec import (
+from pytest_goodput.schema.scenario.spec import (
     DEFAULT_REQUESTS,
     SLO_PRESETS,
     SpecError,
@@ -99,7 +99,7 @@ def test_arguments_that_would_be_ignored_or_unmeasurable_are_refused(args, needl
 
 
 def test_gateable_paths_are_what_the_verdict_engine_computes():
-    from pytest_goodput.judge.verdicts import DEFAULT_METRICS, _kind
+    from pytest_goodput.judge.scalar.verdicts import DEFAULT_METRICS, _kind
 
     ok = ["goodput.attainment", "throughput.total_tokens_per_s", "metrics.e2e_ms.mean",
           "metrics.ttft_ms.max", "metrics.tpot_ms.p95", *DEFAULT_METRICS]

@@ -14,16 +14,16 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.engines.prometheus import server_metrics
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.report.md_context import why_block
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.report.md.md_context import why_block
 from pytest_goodput.run.server import server_summary
-from pytest_goodput.schema.results import ClientHealth, RunResult
-from pytest_goodput.schema.spec import build_spec
+from pytest_goodput.schema.runs.results import ClientHealth, RunResult
+from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.sim.model import EngineModel
 from pytest_goodput.sim.openai import ChunkEncoder
 from pytest_goodput.sim.profile import SimProfile

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_goodput.measure.sse import SSEParser, parse_all
+from pytest_goodput.measure.records.sse import SSEParser, parse_all
 
 ROLE = {"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
 THINK = {"id": "c1", "choices": [{"index": 0, "delta": {"reasoning_content": "hmm é"}}]}
@@ -128,7 +128,7 @@ def test_empty_feeds_are_harmless() -> None:
 
 
 def test_a_line_over_the_limit_raises_even_when_fed_byte_by_byte():
-    from pytest_goodput.measure.sse import SSELimitError
+    from pytest_goodput.measure.records.sse import SSELimitError
 
     p = SSEParser(max_line_bytes=100)
     line = b"data: " + b"x" * 94  # exactly 100 bytes: allowed
@@ -142,7 +142,7 @@ def test_a_line_over_the_limit_raises_even_when_fed_byte_by_byte():
 
 
 def test_an_event_over_the_limit_raises():
-    from pytest_goodput.measure.sse import SSELimitError
+    from pytest_goodput.measure.records.sse import SSELimitError
 
     p = SSEParser(max_line_bytes=100)
     with pytest.raises(SSELimitError, match="event"):

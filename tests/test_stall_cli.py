@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.load import health
+from pytest_goodput.load.selfcheck import health
 
 #: One stall, this long, this far into each job long enough to reach it (the measured one).
 STALL_S, AFTER_S = 0.080, 0.15

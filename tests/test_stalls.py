@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from pytest_goodput.load.health import LoopLagMonitor, judge
-from pytest_goodput.load.stalls import Stalls, read_bounds, request_delays
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.load.selfcheck.health import LoopLagMonitor, judge
+from pytest_goodput.load.selfcheck.stalls import Stalls, read_bounds, request_delays
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import judge_loop_lag
 from pytest_goodput.measure.stall_rule import delayed_count, stall_reason, too_many
 

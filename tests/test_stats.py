@@ -195,7 +195,7 @@ def test_chi_square_quantile_matches_scipy() -> None:
     degrees of freedom on (the fewest the judge uses: the prior's)."""
     from scipy.stats import chi2
 
-    from pytest_goodput.judge.spread import chi2_ppf, power_bound
+    from pytest_goodput.judge.noise.spread import chi2_ppf, power_bound
 
     for df in (3, 4, 7, 13, 30):
         for q in (0.9, 0.95, 0.99):

@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 
 from pytest_goodput.judge import Policy, from_measurement, judge
-from pytest_goodput.judge.frontier import compare_frontiers
-from pytest_goodput.judge.frontier_noise import (
+from pytest_goodput.judge.shapes.frontier import compare_frontiers
+from pytest_goodput.judge.noise.frontier_noise import (
     noise_by_load,
     relative_half_width,
     throughput_interval,
 )
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome as Outcome
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from pytest_goodput.load.trace import TraceError, load_trace, read_trace, with_t
 from pytest_goodput.load.requests.trace_replay import mean_gap, trace_items, trace_load, trace_prompts, trace_schedule
 from pytest_goodput.load.requests.workload import WORDS
 from pytest_goodput.measure.metrics import measurement_window
-from pytest_goodput.schema.results import RequestRecord
-from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
+from pytest_goodput.schema.runs.results import RequestRecord
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 
 ROWS = [  # timestamp ms, input_length, output_length, hash_ids
     (0, 10, 5, [0, 1, 2]),

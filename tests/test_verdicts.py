@@ -12,7 +12,7 @@ import pytest
 from pytest_goodput import stats
 from pytest_goodput.schema.registry import RUN_CV as DEFAULT_RUN_CV
 from pytest_goodput.schema.registry import RUN_CV_BY_LATENCY as DEFAULT_RUN_CV_BY_LATENCY
-from pytest_goodput.judge.verdicts import (
+from pytest_goodput.judge.scalar.verdicts import (
     CONFIDENCE,
     DEFAULT_METRICS,
     PRIOR_RUNS,
@@ -25,9 +25,9 @@ from pytest_goodput.judge.verdicts import (
     pairable,
 )
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.schema.outcome import MetricComparison
-from pytest_goodput.schema.results import ClientHealth, RequestRecord, Samples
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.outcomes.outcome import MetricComparison
+from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, Samples
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def _records() -> list[RequestRecord]:

@@ -14,9 +14,9 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 import vllm_cpu_launches as bench  # noqa: E402
 
-from pytest_goodput.judge.head_launches import look, settle  # noqa: E402
-from pytest_goodput.schema.outcome import MetricComparison  # noqa: E402
-from pytest_goodput.schema.outcome import TestOutcome as Outcome  # noqa: E402
+from pytest_goodput.judge.sequential.head_launches import look, settle  # noqa: E402
+from pytest_goodput.schema.outcomes.outcome import MetricComparison  # noqa: E402
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome  # noqa: E402
 
 
 def _outcome(verdict: str, interval: tuple[float, float]) -> Outcome:

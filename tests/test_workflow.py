@@ -39,7 +39,7 @@ import pytest
 import yaml
 from actions_runner import Actions, RunResult
 
-from pytest_goodput.schema import outcome as outcome_schema
+from pytest_goodput.schema.outcomes import outcome as outcome_schema
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from pytest_goodput.load.requests.workload import (
     sample_lengths,
     sample_order,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def spec(**kw):

@@ -19,18 +19,18 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.cli.run import CLIError, add_spec_flags, spec_args
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.load.requests.images import file_image, synthetic_images, synthetic_png
 from pytest_goodput.load.requests.workload import WorkloadError, build_workload, load_dataset
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.measure.images import ImageError, ImagePart, image_dimensions
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.images import ImageError, ImagePart, image_dimensions
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.schema.results import ClientHealth
-from pytest_goodput.schema.spec import SpecError, build_spec
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.schema.runs.results import ClientHealth
+from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 from pytest_goodput.sim.model import EngineModel
 from pytest_goodput.sim.profile import SimProfile
 from pytest_goodput.sim.vision import image_part, image_tokens, tokens_for_image

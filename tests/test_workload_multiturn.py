@@ -24,12 +24,12 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
-import pytest_goodput.report.terminal  # noqa: F401
+import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.load.coordinator import drive
 from pytest_goodput.load.requests.schedule import think_times
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
-from pytest_goodput.schema.spec import SpecError, build_spec
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
+from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 
 pytest_plugins = ["pytester"]
 

@@ -12,12 +12,12 @@ from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.judge.workload import check_workload, length_change
 from pytest_goodput.load.requests.prompt_set import DURATION_COVERED, prompt_set, unsalted_prompts
 from pytest_goodput.load.requests.workload import build_workload
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.report.terminal import failure_message, render_summary
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.results import Samples
-from pytest_goodput.schema.spec import build_spec
-from pytest_goodput.schema.workload_check import PromptSet
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.report.text.terminal import failure_message, render_summary
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.scenario.spec import build_spec
+from pytest_goodput.schema.outcomes.workload_check import PromptSet
 from pytest_goodput.stats.welch import welch_different
 
 SPEC = build_spec({"scenario": "server", "rate": 10, "requests": 8, "isl": 12, "osl": 4, "seed": 5})
@@ -189,7 +189,7 @@ def test_an_old_baseline_is_compared_and_said_once():
 
 
 def test_the_markdown_report_names_the_workload_change():
-    from pytest_goodput.report.markdown import render_markdown
+    from pytest_goodput.report.md.markdown import render_markdown
 
     outcome = judge("t.py::test_a", evidence(samples([38] * 4)), evidence(samples([64] * 4)), Policy())
     text = render_markdown([outcome])

@@ -25,7 +25,7 @@ from pytest_goodput.cli.history import add_history_parser, cmd_history
 from pytest_goodput.cli.plan import add_plan_parser, cmd_plan
 from pytest_goodput.cli.run import CLIError, add_run_parser, cmd_run
 from pytest_goodput.schema.redaction import redact
-from pytest_goodput.schema.spec import SpecError
+from pytest_goodput.schema.scenario.spec import SpecError
 from pytest_goodput.sim import server as sim_server
 
 

@@ -32,7 +32,7 @@ from pytest_goodput.engines.engine import (
     launch,
     simulator,
 )
-from pytest_goodput.judge.ab import MAX_ROUNDS, MIN_ROUNDS, check_rounds
+from pytest_goodput.judge.sequential.ab import MAX_ROUNDS, MIN_ROUNDS, check_rounds
 from pytest_goodput.report.vocabulary import (
     comparison_label,
     comparison_unit,
@@ -44,9 +44,9 @@ from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.run.ab import ab_metrics, run_ab
 from pytest_goodput.run.ab_gate import describe
-from pytest_goodput.schema.ab import ABResult
+from pytest_goodput.schema.outcomes.ab import ABResult
 from pytest_goodput.schema.ab_options import sim_knobs
-from pytest_goodput.schema.spec import SpecError, build_spec
+from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 from pytest_goodput.sim.profile import SimProfileError, profile_from_env_and_args
 from pytest_goodput.store.files import write_atomic
 

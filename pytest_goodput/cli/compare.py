@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK
-from pytest_goodput.report.markdown import render_markdown
-from pytest_goodput.report.terminal import render_summary
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.report.md.markdown import render_markdown
+from pytest_goodput.report.text.terminal import render_summary
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.store.files import write_atomic
 from pytest_goodput.store.readers import load_evidence
 

@@ -36,10 +36,10 @@ from pytest_goodput.measure.frontier import (
     point_from_result,
 )
 from pytest_goodput.report import plot
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.frontier import FrontierComparison, FrontierPoint
-from pytest_goodput.schema.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.outcomes.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
+from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.store.readers import load_evidence
 
 

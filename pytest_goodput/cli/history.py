@@ -28,7 +28,7 @@ from pytest_goodput.judge.changepoints import (
     worse_by,
 )
 from pytest_goodput.report.vocabulary import fmt_change, fmt_value, metric_info, metric_label
-from pytest_goodput.schema.history import HistoryEntry
+from pytest_goodput.schema.runs.history import HistoryEntry
 from pytest_goodput.schema.registry import lookup_info, metric
 from pytest_goodput.report.plot import PlotUnavailable
 from pytest_goodput.report.trend_plot import plot_trend, trend_file_name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_goodput.report.power_plan import plan_file_lines
+from pytest_goodput.report.text.power_plan import plan_file_lines
 from pytest_goodput.store.baseline import BaselineError
 
 

@@ -11,13 +11,14 @@ from typing import Any, Optional
 from pytest_goodput.cli.cpus import add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
-from pytest_goodput.load import capture, ray_runtime
+from pytest_goodput.load.selfcheck import capture
+from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
-from pytest_goodput.report.summary import render_result
+from pytest_goodput.report.text.summary import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ray_address import LOCAL, RayAddressError
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec, build_spec
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, build_spec
 from pytest_goodput.store.files import write_atomic
 
 #: CLI flag → spec field, for flags whose name is not the field's.

@@ -18,8 +18,8 @@ from typing import Literal, Optional, Sequence
 
 import numpy as np
 
-from pytest_goodput.schema.history import Trend, TrendPoint
-from pytest_goodput.schema.outcome import MetricComparison
+from pytest_goodput.schema.runs.history import Trend, TrendPoint
+from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.stats.student import t_cdf
 
 INSTALL_HINT = 'pip install "pytest-goodput[history]"'

@@ -9,12 +9,12 @@ from pytest_goodput.measure.degradation import session_degradation
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.headline import key_metrics, measurement_metrics
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
-from pytest_goodput.schema.baseline import BaselineFile
+from pytest_goodput.schema.runs.baseline import BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.results import RunResult, Samples
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import RunResult, Samples
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def samples_of(runs: list[RunResult]) -> list[Samples]:
@@ -63,7 +63,7 @@ def _step(saturation: Optional[dict]) -> Optional[float]:
 def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
                       at: Optional[str] = None) -> Evidence:
     """The PR measured over several engine launches, one session each (oldest first): the
-    judge counts them as that many draws of the launch level (``judge/head_launches.py``)."""
+    judge counts them as that many draws of the launch level (``judge/sequential/head_launches.py``)."""
     last = from_measurement(ms[-1], env, at)
     last.history = [samples_of(m.runs) for m in ms]
     last.saturation_steps = [_step((m.frontier or {}).get("saturation")) for m in ms]

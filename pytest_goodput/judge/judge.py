@@ -11,22 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from pytest_goodput.judge.capacity import capacity_comparison
-from pytest_goodput.judge.degradation import degradation_comparison
-from pytest_goodput.judge.frontier import compare_by_load, compare_frontiers, frontier_metric
-from pytest_goodput.judge.frontier_noise import sweep_noise
+from pytest_goodput.judge.shapes.capacity import capacity_comparison
+from pytest_goodput.judge.shapes.degradation import degradation_comparison
+from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
+from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
-from pytest_goodput.judge.power_plan import noise_split
-from pytest_goodput.judge.saturation import saturation_comparison
-from pytest_goodput.judge.sittings import sittings
+from pytest_goodput.judge.noise.power_plan import noise_split
+from pytest_goodput.judge.shapes.saturation import saturation_comparison
+from pytest_goodput.judge.noise.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
-from pytest_goodput.judge.verdicts import CONFIDENCE, MetricDef, compare
+from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.judge.workload import check_workload
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.frontier import FrontierPoint
-from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.outcomes.frontier import FrontierPoint
+from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.registry import DEGRADATION, default_gate, tolerance_for
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Policy:
     """How to judge: compare with a baseline at all, strict mode, the session's tolerance,
     whether this run is being recorded as the new baseline (update mode), and the two-sided
     confidence of the verdicts' intervals (a look of measuring the PR over several launches
-    spends less than the whole budget: ``judge/head_launches.py``)."""
+    spends less than the whole budget: ``judge/sequential/head_launches.py``)."""
 
     compare: bool = True
     strict: bool = False

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from pytest_goodput import stats
-from pytest_goodput.schema.outcome import SLOOutcome
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.outcomes.outcome import SLOOutcome
+from pytest_goodput.schema.runs.results import RunResult
 
 
 def run_slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from pytest_goodput.judge.values import Sessions, as_sessions
-from pytest_goodput.schema.results import Samples
-from pytest_goodput.schema.workload_check import LengthChange, LengthColumn, WorkloadCheck
+from pytest_goodput.judge.scalar.values import Sessions, as_sessions
+from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.outcomes.workload_check import LengthChange, LengthColumn, WorkloadCheck
 from pytest_goodput.stats.welch import welch_different
 
 #: Mean tokens per request changing by more than this (relative) can be a workload change.

@@ -16,8 +16,8 @@ from typing import Any, Optional
 
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import check_reachable
-from pytest_goodput.load.health import WorkersCheck, WorkerStats
-from pytest_goodput.load.loops import ProgressFn, Sender
+from pytest_goodput.load.selfcheck.health import WorkersCheck, WorkerStats
+from pytest_goodput.load.sending.loops import ProgressFn, Sender
 from pytest_goodput.load.plan import Plan, plan_run, worker_count
 from pytest_goodput.load.pools import START_TIMEOUT_S, Pool
 from pytest_goodput.load.pools.inprocess import InProcessPool
@@ -33,9 +33,9 @@ from pytest_goodput.load.sketch import (
 )
 from pytest_goodput.load.requests.workload import Dataset
 from pytest_goodput.load.worker import Init, Message
-from pytest_goodput.measure.exchange import RawExchange
+from pytest_goodput.measure.records.exchange import RawExchange
 from pytest_goodput.measure.run_part import RunPart
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Seconds the pre-run reachability check waits for the server to answer.
 REACH_TIMEOUT_S = 5.0

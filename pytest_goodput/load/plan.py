@@ -24,8 +24,8 @@ from pytest_goodput.load.requests.schedule import Schedule, arrival_offsets, ope
 from pytest_goodput.load.trace import Trace, load_trace
 from pytest_goodput.load.requests.trace_replay import TracePrompts, mean_gap, trace_items, trace_load, trace_schedule
 from pytest_goodput.load.requests.workload import Dataset, WorkItem, build_workload
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Prompts built up front for a closed loop whose request count is not known in advance.
 INITIAL_SUPPLY = 1024

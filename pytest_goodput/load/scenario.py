@@ -17,23 +17,23 @@ import os
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from pytest_goodput.load.capture import begin as begin_capture
-from pytest_goodput.load.capture import finish as finish_capture
+from pytest_goodput.load.selfcheck.capture import begin as begin_capture
+from pytest_goodput.load.selfcheck.capture import finish as finish_capture
 from pytest_goodput.load.coordinator import run_plan
-from pytest_goodput.load.departures import judge_departures
-from pytest_goodput.load.loops import ProgressFn
+from pytest_goodput.load.selfcheck.departures import judge_departures
+from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
 from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.requests.workload import load_dataset
-from pytest_goodput.measure.exchange import RawExchange
+from pytest_goodput.measure.records.exchange import RawExchange
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.measure.record import to_record
-from pytest_goodput.measure.retime import think_time_note
+from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.measure.records.retime import think_time_note
 from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
 from pytest_goodput.measure.sketched import summarize_part
 from pytest_goodput.measure.slices import run_slices
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def offered_rate(exchanges: list[RawExchange]) -> Optional[float]:

@@ -22,10 +22,10 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from pytest_goodput.load.plan import Plan
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.run_part import RunPart, add_chains, part_of, records_of
-from pytest_goodput.schema.results import SketchInfo
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import SketchInfo
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.sketch import RELATIVE_ACCURACY
 
 #: Runs of more requests than this (warm-up included) are sketched unless the spec says otherwise.

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from pytest_goodput.load.requests.jsonl import jsonl_objects
-from pytest_goodput.schema.spec import ScenarioSpec, SpecError
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
 
 class TraceError(SpecError):
     """A trace file is unusable; the message names the file, the line and the field."""

@@ -15,17 +15,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
-from pytest_goodput.load.ahead import AheadBodies
-from pytest_goodput.load.bodies import BodyWindow
+from pytest_goodput.load.sending.ahead import AheadBodies
+from pytest_goodput.load.sending.bodies import BodyWindow
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.load.conversation import conversation_loop, open_conversations
-from pytest_goodput.load.health import SelfCheck
-from pytest_goodput.load.loops import ARM_LEAD_S, ProgressTicker, Sender, closed_loop, open_loop
+from pytest_goodput.load.sending.conversation import conversation_loop, open_conversations
+from pytest_goodput.load.selfcheck.health import SelfCheck
+from pytest_goodput.load.sending.loops import ARM_LEAD_S, ProgressTicker, Sender, closed_loop, open_loop
 from pytest_goodput.load.plan import Job, Supply, owned
 from pytest_goodput.load.requests.reasoning_controls import reasoning_body
 from pytest_goodput.load.sketch import Sketcher, SketchPlan
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Keep-alive connections opened before a run starts (more are opened on demand).
 WARM_CONNECTIONS = 64

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Optional
 
-from pytest_goodput.schema.slices import Degradation, Slice, Slices
+from pytest_goodput.schema.runs.slices import Degradation, Slice, Slices
 
 #: Metric path → the slice's field it reads.
 METRICS: dict[str, str] = {

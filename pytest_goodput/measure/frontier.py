@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
-from pytest_goodput.schema.frontier import FrontierPoint, LoadKind
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.outcomes.frontier import FrontierPoint, LoadKind
+from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.stats.numbers import finite
 from pytest_goodput.stats.quantiles import percentile
 

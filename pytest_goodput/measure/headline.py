@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Optional
 
 from pytest_goodput.measure.degradation import session_degradation, to_summary
-from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.registry import (
     CHUNK_KEY_METRICS,
     IMAGE_KEY_METRICS,
     KEY_METRICS,
     REASONING_KEY_METRICS,
 )
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.runs.results import RunResult
 
 
 def lookup(result: RunResult, path: str) -> Optional[float]:

@@ -10,10 +10,10 @@ import math
 from collections import Counter
 from typing import Iterable, Iterator, Optional
 
-from pytest_goodput.measure.prefix_cache import by_turn, hit_rate, later_turn_ttft
+from pytest_goodput.measure.records.prefix_cache import by_turn, hit_rate, later_turn_ttft
 from pytest_goodput.measure.stall_rule import delayed_count, stall_reason, too_many
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
-from pytest_goodput.schema.results import (
+from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
     Goodput,
@@ -24,7 +24,7 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats import percentile_proof
 from pytest_goodput.stats.quantiles import percentile
 

@@ -19,13 +19,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
-from pytest_goodput.measure.exchange import RawExchange
+from pytest_goodput.measure.records.exchange import RawExchange
 from pytest_goodput.measure.metrics import mark_good, metric_values
-from pytest_goodput.measure.prefix_cache import by_turn
-from pytest_goodput.measure.record import to_record
+from pytest_goodput.measure.records.prefix_cache import by_turn
+from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
-from pytest_goodput.schema.results import RequestRecord
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.results import RequestRecord
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.sketch import QuantileSketch
 
 _INF = math.inf

@@ -20,7 +20,7 @@ import numpy as np
 from pytest_goodput.measure.metrics import OPEN_LOOP_SCENARIOS, judged_client, least_exact, mark_good
 from pytest_goodput.measure.run_part import RunPart
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
-from pytest_goodput.schema.results import (
+from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
     Goodput,
@@ -32,7 +32,7 @@ from pytest_goodput.schema.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats import percentile_proof
 from pytest_goodput.stats.quantiles import nearest_rank
 from pytest_goodput.stats.sketch import QuantileSketch

@@ -23,8 +23,8 @@ from typing import Optional
 
 from pytest_goodput.measure.degradation import degradation
 from pytest_goodput.measure.steady_start import steady_start
-from pytest_goodput.schema.results import RequestRecord, RunResult, Window
-from pytest_goodput.schema.slices import Slice, Slices
+from pytest_goodput.schema.runs.results import RequestRecord, RunResult, Window
+from pytest_goodput.schema.runs.slices import Slice, Slices
 from pytest_goodput.stats.quantiles import percentile
 
 #: Completed requests a slice needs for its medians (a P50 of 10 is the 5th value; fewer

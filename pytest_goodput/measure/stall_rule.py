@@ -1,6 +1,6 @@
 """The stall rule: how many measured requests the client delayed, and when that is too many.
 
-The loop-lag P99 sees a client late all the time, not one long stall. ``load/stalls.py`` finds
+The loop-lag P99 sees a client late all the time, not one long stall. ``load/selfcheck/stalls.py`` finds
 the requests each stall (or, in an open loop, a late send) delayed; here they are counted
 against the limits the run is judged by, during the run (the ceiling) and again once its
 latencies are known (``metrics.judge_loop_lag``). ``docs/metrics.md``, "Client stalls".

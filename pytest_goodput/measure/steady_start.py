@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from pytest_goodput.measure.degradation import METRICS, slice_noise, values
-from pytest_goodput.schema.slices import Slice
+from pytest_goodput.schema.runs.slices import Slice
 
 #: The narrowest band around the next slice's value a steady slice lies within, by field.
 BAND: dict[str, float] = {"output_tokens_per_s": 0.10, "ttft_ms_p50": 0.15, "tpot_ms_p50": 0.10}

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.plugin.harness import GoodputHarness
     from pytest_goodput.plugin.session import GoodputSession
-    from pytest_goodput.schema.outcome import TestOutcome
+    from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 MARKER = "goodput"
 _settings_key = pytest.StashKey[Settings]()
@@ -68,10 +68,10 @@ def _core() -> _Core:
     from pytest_goodput.plugin.session import GoodputSession
     from pytest_goodput.report.files import write_session_reports
     from pytest_goodput.report.junit import junit_properties
-    from pytest_goodput.report.terminal import failure_message, render_summary, supports_unicode
+    from pytest_goodput.report.text.terminal import failure_message, render_summary, supports_unicode
     from pytest_goodput.schema.redaction import redact
-    from pytest_goodput.schema.marker import check_marker
-    from pytest_goodput.schema.spec import SpecError
+    from pytest_goodput.schema.scenario.marker import check_marker
+    from pytest_goodput.schema.scenario.spec import SpecError
 
     return _Core(GoodputSession, SpecError, check_marker, failure_message, render_summary,
                  supports_unicode, write_session_reports, redact, junit_properties)

@@ -13,19 +13,19 @@ from typing import Any, Optional, TextIO
 import pytest
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.load.capture import CaptureError
+from pytest_goodput.load.selfcheck.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.report.progress import Progress, remeasure_line
-from pytest_goodput.report.summary import receive_note
+from pytest_goodput.report.text.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
 from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
-from pytest_goodput.schema.measurement import Measurement
+from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.redaction import redact
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec, SpecError, build_spec
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 
 
 class GoodputHarness:
@@ -48,7 +48,7 @@ class GoodputHarness:
         self.engine: Optional[Engine] = None
         self.remeasured_because: list[str] = []
         self.earlier_sessions: list[Measurement] = []
-        self.head_planned = 1  # launches the PR side was planned over (judge/head_launches.py)
+        self.head_planned = 1  # launches the PR side was planned over (judge/sequential/head_launches.py)
         self.notes: list[str] = []
         self._ab_options = ab_options or ABOptions()
         self.ab: Optional[ABMeasured] = None  # A/B mode: the rounds on base and head
@@ -160,7 +160,7 @@ class GoodputHarness:
 
     def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
         """The PR measured launch by launch, judged after each, until the test is decided or
-        ``planned`` launches are spent (``judge/head_launches.py``). An engine this process did
+        ``planned`` launches are spent (``judge/sequential/head_launches.py``). An engine this process did
         not start cannot be relaunched: its sessions would share one launch, so it gets one
         (and is judged as the gate's single look)."""
         assert self.spec is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.schema.cost import EngineUse, TestCost
+from pytest_goodput.schema.outcomes.cost import EngineUse, TestCost
 
 
 class Ledger:

@@ -17,22 +17,22 @@ from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.judge.evidence import from_baseline
 from pytest_goodput.judge.judge import Policy, fails, metric_defs
-from pytest_goodput.judge.recording import outlier_notes, recording_outliers
+from pytest_goodput.judge.noise.recording import outlier_notes, recording_outliers
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.ledger import Ledger
 from pytest_goodput.plugin.settings import OPTIONS, Settings, in_ci
-from pytest_goodput.report.power_plan import plan_lines
+from pytest_goodput.report.text.power_plan import plan_lines
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
 from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.ab_options import ABOptions
-from pytest_goodput.schema.cost import EngineUse
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.outcomes.cost import EngineUse
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.history import default_dir as default_history_dir
 

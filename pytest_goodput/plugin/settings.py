@@ -345,7 +345,7 @@ def ray_after_space(args: list[str]) -> Optional[str]:
 
 def capture_refused() -> Optional[str]:
     """Why this process may not capture packets (``capture=on`` is then a usage error), or None."""
-    from pytest_goodput.load.capture import unavailable  # only when capture=on is set
+    from pytest_goodput.load.selfcheck.capture import unavailable  # only when capture=on is set
 
     return unavailable("http://127.0.0.1")
 

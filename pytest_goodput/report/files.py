@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 from pytest_goodput.report.github import append_step_summary, emit, in_github_actions
-from pytest_goodput.report.markdown import render_markdown
-from pytest_goodput.schema.cost import EngineUse
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.report.md.markdown import render_markdown
+from pytest_goodput.schema.outcomes.cost import EngineUse
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.store.files import write_atomic
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping, Optional
 
-from pytest_goodput.report.terminal import failure_message
+from pytest_goodput.report.text.terminal import failure_message
 from pytest_goodput.report.vocabulary import (
     comparison_label,
     fmt_change,
     sorted_comparisons,
     sorted_outcomes,
 )
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 #: GitHub's per-step limit on the step summary file.
 STEP_SUMMARY_LIMIT = 1024 * 1024

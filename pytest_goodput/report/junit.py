@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from pytest_goodput.report.vocabulary import canonical_metric, fmt_change, sorted_comparisons
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 PREFIX = "goodput."
 

@@ -1,7 +1,7 @@
 """``docs/markers.md``: every goodput marker argument, generated from the schema.
 
 Type, default and meaning come from the pydantic models (``ScenarioSpec``, ``ABOptions``),
-the scenarios an argument applies to from ``schema/applicability.py``: the page cannot say
+the scenarios an argument applies to from ``schema/scenario/applicability.py``: the page cannot say
 what the code does not. Regenerate with::
 
     python -m pytest_goodput.report.markers_doc > docs/markers.md
@@ -16,12 +16,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from pytest_goodput.report.mdtable import code_span, escape_cell, table
+from pytest_goodput.report.md.mdtable import code_span, escape_cell, table
 from pytest_goodput.schema.ab_options import ABOptions
-from pytest_goodput.schema.applicability import RATE_SWEEP, SCENARIOS, applies_to
-from pytest_goodput.schema.arg_errors import PERCENTILE_SLO_FORM, type_words
+from pytest_goodput.schema.scenario.applicability import RATE_SWEEP, SCENARIOS, applies_to
+from pytest_goodput.schema.scenario.arg_errors import PERCENTILE_SLO_FORM, type_words
 from pytest_goodput.schema.registry import LATENCIES
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Sections of the page: (title, the first argument of the section in the spec's field order).
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -44,7 +44,8 @@ INTRO = """\
 
 <!-- Generated from the schema by `python -m pytest_goodput.report.markers_doc > docs/markers.md`;
 tests/test_markers_doc.py fails when this file differs. Edit the field descriptions in
-pytest_goodput/schema/spec.py and ab_options.py, and the table in schema/applicability.py. -->
+pytest_goodput/schema/scenario/spec.py and pytest_goodput/schema/ab_options.py, and the table in
+pytest_goodput/schema/scenario/applicability.py. -->
 
 Every keyword `@pytest.mark.goodput(...)` takes. The marker's arguments are checked when the
 tests are collected, before anything runs: an unknown name (with the name probably meant), a

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from pytest_goodput.measure.frontier import pareto_frontier, step_polyline
-from pytest_goodput.schema.frontier import FrontierPoint
+from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_goodput.schema.ab import ABResult
-from pytest_goodput.schema.outcome import TestOutcome
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.outcomes.ab import ABResult
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.runs.results import RunResult
 
 
 def export_schemas(directory: str | Path) -> list[Path]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 from pytest_goodput.schema import registry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_goodput.schema.outcome import MetricComparison, TestOutcome
+    from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 
 #: Test statuses (``TestOutcome.status``) in the order summaries count them.
 STATUSES: tuple[str, ...] = (

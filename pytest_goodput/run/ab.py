@@ -1,7 +1,7 @@
 """A/B mode: a spec against a base and a head engine in one job, round by round.
 
 Each round runs the spec once on each engine (a sweep: every point of it up to where the
-first round found saturation), in the order ``judge.ab.round_order`` draws
+first round found saturation), in the order ``judge.sequential.ab.round_order`` draws
 for it (a fair coin per round from the seed: ABBA-like, so neither engine always runs
 first on a warmer or colder machine). Both sides replay the same spec, so the same prompts
 and schedule. A run the client set the pace of is measured once more; still invalid, the
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Optional
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.judge.ab import (
+from pytest_goodput.judge.sequential.ab import (
     MAX_ROUNDS,
     MIN_ROUNDS,
     analyse,
@@ -32,15 +32,15 @@ from pytest_goodput.judge.ab import (
     round_values,
     with_error_rate,
 )
-from pytest_goodput.judge.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
+from pytest_goodput.judge.sequential.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
 from pytest_goodput.judge.judge import metric_defs
-from pytest_goodput.judge.verdicts import MetricDef
+from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.measure.saturation import point_saturation
 from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.runner import point_spec, run_once, valid_once
-from pytest_goodput.schema.ab import ABResult, ABRound
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.outcomes.ab import ABResult, ABRound
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``say("round 3: head, then base")``: one progress line.
 SayFn = Callable[[str], None]
@@ -53,7 +53,7 @@ RoundFn = Callable[[ABRound, dict[str, list[RunResult]]], None]
 
 def ab_metrics(spec: ScenarioSpec, tolerance: float | None = None) -> list[MetricDef]:
     """The spec's gated metrics (``gate=`` or its scenario's default gate) with tolerances;
-    a sweep's: each point's throughput and TPOT (``judge.ab_sweep``)."""
+    a sweep's: each point's throughput and TPOT (``judge.sequential.ab_sweep``)."""
     if spec.scenario == "capacity":
         raise ValueError("A/B mode does not compare capacity searches (each side would probe "
                          "other rates): compare a sweep over rate, or the rate as its own scenario")

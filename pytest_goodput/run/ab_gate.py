@@ -1,6 +1,6 @@
 """A/B mode in the pytest gate: the rounds' runs as the one judge's test outcome.
 
-The I/O around ``judge.ab_outcome``: each engine's environment is fingerprinted as a
+The I/O around ``judge.sequential.ab_outcome``: each engine's environment is fingerprinted as a
 baseline's would be, and each side's server metrics summarised. Nothing is read from or
 written to the baseline store. ``run.ab.measure_ab`` makes the rounds; this module does not
 load the load generator, so the pytest session can import it at collection.
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.judge.ab_outcome import ab_outcome
+from pytest_goodput.judge.sequential.ab_outcome import ab_outcome
 from pytest_goodput.run.server import server_summary
-from pytest_goodput.schema.ab import ABResult
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.outcomes.ab import ABResult
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.store.fingerprint import collect
 
 

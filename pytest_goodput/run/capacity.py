@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.load.loops import ProgressFn
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.load.sending.loops import ProgressFn
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Halvings tried below the start rate when the first probe fails.
 MAX_HALVINGS = 3

@@ -12,15 +12,15 @@ from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.evidence import from_baseline, from_measurement, from_measurements
-from pytest_goodput.judge.head_launches import judge_look
+from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
-from pytest_goodput.schema.baseline import DEFAULT_HISTORY, BaselineFile, BaselineRun
+from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile, BaselineRun
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.files import WriteError
 from pytest_goodput.store.fingerprint import collect
@@ -62,7 +62,7 @@ def gate(
     ``earlier``: the sessions measured before ``m`` (oldest first): in update mode for the
     same baseline, when gating the earlier engine launches of the PR (``planned`` > 1: the
     PR is measured over up to that many launches, judged look by look,
-    ``judge/head_launches.py``). Every session's runs are judged against the SLOs; in update
+    ``judge/sequential/head_launches.py``). Every session's runs are judged against the SLOs; in update
     mode all of them are recorded, or none (only passing runs become baselines).
     """
     spec = m.spec

@@ -14,10 +14,10 @@ from pytest_goodput.judge.changepoints import DEFAULT_WINDOW, ChangePointsUnavai
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.measure.headline import measurement_metrics
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.history import HistoryEntry
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.outcome import TestOutcome
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.history import HistoryEntry
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store import history as store
 
 

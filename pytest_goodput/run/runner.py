@@ -11,16 +11,16 @@ from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
-from pytest_goodput.load.loops import ProgressFn
+from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.run.capacity import search
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
-from pytest_goodput.schema.measurement import Measurement
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``stage("point 2/4: concurrency 16")``: which run of a measurement is under way.
 StageFn = Callable[[str], None]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Callable, Optional
 
 from pytest_goodput.engines.prometheus import GAUGES, neutral
-from pytest_goodput.schema.results import RunResult
+from pytest_goodput.schema.runs.results import RunResult
 
 #: Seconds between scrapes during a run: enough samples for a mean, little load on client and engine.
 SAMPLE_INTERVAL_S = 1.0

@@ -12,7 +12,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pytest_goodput.schema.spec import SpecError, format_validation_error
+from pytest_goodput.schema.scenario.spec import SpecError, format_validation_error
 
 #: The marker keywords that belong to A/B mode rather than to the scenario.
 AB_KEYS: tuple[str, ...] = ("base_serve", "base_url", "base_sim", "ab_min_rounds", "ab_max_rounds",

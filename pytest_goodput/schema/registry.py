@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_goodput.schema.spec import ScenarioSpec
+    from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 Direction = Literal["higher", "lower"]
 #: How a metric's sampling noise is modelled (``docs/statistics.md``): a binomial proportion,
 #: a count over a window, an order statistic, a mean, a whole-measurement shape (a
 #: frontier or a capacity, judged by their own comparisons), or a change within one run
-#: (time slices, judged against its own slice-to-slice noise: ``judge/degradation.py``).
+#: (time slices, judged against its own slice-to-slice noise: ``judge/shapes/degradation.py``).
 Kind = Literal["proportion", "rate", "percentile", "mean", "shape", "within_run"]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_goodput.measure.images import ImageError, decode_data_url, image_dimensions
+from pytest_goodput.measure.records.images import ImageError, decode_data_url, image_dimensions
 
 #: Pixels per image token along each side (a 14-pixel patch, merged 2x2).
 PATCH = 28

@@ -17,14 +17,14 @@ from typing import Any, Iterator, Optional
 
 from pydantic import ValidationError
 
-from pytest_goodput.schema.baseline import (
+from pytest_goodput.schema.runs.baseline import (
     BASELINE_KIND,
     BASELINE_SCHEMA_VERSION,
     DEFAULT_HISTORY,
     BaselineFile,
     BaselineRun,
 )
-from pytest_goodput.schema.results import Samples
+from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.store.files import WriteError, write_atomic
 
 try:

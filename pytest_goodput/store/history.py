@@ -18,7 +18,7 @@ from typing import Mapping, Optional, Sequence
 from pydantic import ValidationError
 
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.history import (
+from pytest_goodput.schema.runs.history import (
     DEFAULT_KEEP,
     HISTORY_KIND,
     HISTORY_SCHEMA_VERSION,

@@ -14,12 +14,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_goodput.judge.evidence import from_baseline, from_results
-from pytest_goodput.schema.baseline import BASELINE_KIND
+from pytest_goodput.schema.runs.baseline import BASELINE_KIND
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.evidence import Evidence
-from pytest_goodput.schema.outcome import TestOutcome
-from pytest_goodput.schema.results import RunResult
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
 
 

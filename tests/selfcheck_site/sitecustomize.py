@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 #: The modules holding the verdicts (fake_selfcheck.VERDICTS, which is imported only to patch).
-PATCHED = frozenset({"pytest_goodput.load.health", "pytest_goodput.measure.metrics"})
+PATCHED = frozenset({"pytest_goodput.load.selfcheck.health", "pytest_goodput.measure.metrics"})
 
 
 class _ForceValid(importlib.abc.MetaPathFinder):

@@ -3,7 +3,7 @@
 A body is ``head + JSON string contents of the prompt + tail``. ``head`` and ``tail`` come from
 encoding the body once with a placeholder for the prompt (:data:`PROMPT_SLOT`), so the prompt,
 which may be 100k tokens, is escaped in slices (:func:`json_chars`) that the open loop's body
-window (``load/bodies.py``) spreads over the loop's idle moments; escaping is per character,
+window (``load/sending/bodies.py``) spreads over the loop's idle moments; escaping is per character,
 so the slices joined are byte for byte what one ``json.dumps`` gives.
 
 :class:`ScheduledBody` is the payload aiohttp writes: it waits for the request's deadline
@@ -23,15 +23,15 @@ from aiohttp import http_writer
 from aiohttp.payload import BytesPayload
 
 from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.measure.images import image_parts_json
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.measure.records.images import image_parts_json
 
 #: Stands for the prompt while a body's frame is encoded (no prompt holds a NUL).
 PROMPT_SLOT = "\x00goodput:prompt\x00"
 PROMPT_SLOT_JSON = json.dumps(PROMPT_SLOT)[1:-1].encode()
 #: Stands for a request's image parts while its body is encoded: ``json.dumps`` of a
 #: ~300 KB body of base64 took 2.5 ms, at the send deadline; splicing the parts in as
-#: bytes takes a copy (data URLs hold no character JSON must escape: measure/images.py).
+#: bytes takes a copy (data URLs hold no character JSON must escape: measure/records/images.py).
 IMAGES_SLOT = "__goodput_images__"
 IMAGES_SLOT_JSON = b'"__goodput_images__"'
 #: Characters of a prompt escaped at once by :func:`json_chars` (a few tens of microseconds).

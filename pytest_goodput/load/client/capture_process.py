@@ -1,14 +1,14 @@
 """The packet-capture process: kernel arrival stamps of the engine's segments, to a file.
 
 Run as ``python -m pytest_goodput.load.client.capture_process PORT FILE`` by
-:class:`pytest_goodput.load.capture.PacketCapture`, in its own process so that it is not
+:class:`pytest_goodput.load.selfcheck.capture.PacketCapture`, in its own process so that it is not
 starved together with the client's event loop (it also asks for a raised priority). An
 ``AF_PACKET`` socket (every interface, ``SOCK_DGRAM``: records start at the network header)
 with a classic BPF filter (``SO_ATTACH_FILTER``) keeps only incoming TCP segments from the
 engine's port, cut to their headers; a second one keeps the client's outgoing segments to
 that port (requests' departures); ``SO_TIMESTAMPNS`` gives each its kernel arrival time
 (CLOCK_REALTIME), however late it is read. Each segment becomes one record
-(``measure.packets.RECORD``); when standard input closes, the process drains what the
+(``measure.records.packets.RECORD``); when standard input closes, the process drains what the
 kernel still holds, prints its packet and drop counts (JSON) and exits. Kept free of the
 package's heavier imports: it starts in a few tens of milliseconds.
 """
@@ -25,7 +25,7 @@ import sys
 import time
 from typing import BinaryIO
 
-from pytest_goodput.measure.packets import RECORD
+from pytest_goodput.measure.records.packets import RECORD
 
 ETH_P_ALL = 0x0003
 SO_ATTACH_FILTER = 26

@@ -12,7 +12,7 @@ import functools
 from time import perf_counter
 from typing import Any, Callable, Optional
 
-from pytest_goodput.measure.exchange import Wire
+from pytest_goodput.measure.records.exchange import Wire
 
 try:  # aiohttp internals; without them reads are stamped in the reading task instead
     from aiohttp.client_proto import ResponseHandler

@@ -1,7 +1,7 @@
 """OpenAI-compatible streaming client: the measurement hot path.
 
 Per read of a streamed response the client only keeps ``(time, bytes)``; every bit of
-parsing happens later in :mod:`pytest_goodput.measure.record`. Streams go through aiohttp (on
+parsing happens later in :mod:`pytest_goodput.measure.records.record`. Streams go through aiohttp (on
 uvloop when available): measured on a 2-core machine at 64 concurrent streams, httpx
 added 19.5 ms P50 / 50 ms P99 receive lag and saturated a core, aiohttp on uvloop
 0.16 / 1.35 ms (see ``docs/decisions.md``). Control-plane calls (model list,
@@ -49,7 +49,7 @@ from pytest_goodput.load.client.body import (
 )
 from pytest_goodput.load.client.connection import install_protocol, stamp_sent
 from pytest_goodput.load.client.event_loop import SPIN_S
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register
 
@@ -236,7 +236,7 @@ class OpenAIClient:
     async def send(self, plan: RequestPlan, spin_s: float = SPIN_S) -> RawExchange:
         """Send one request and return its raw exchange. Never raises for a failed request.
 
-        The body is ``plan.body`` when built ahead (``load/bodies.py``; dropped from the plan
+        The body is ``plan.body`` when built ahead (``load/sending/bodies.py``; dropped from the plan
         here), else built now. No byte is written before ``plan.scheduled_at`` (where
         ``writes_on_schedule``), the last ``spin_s`` of the wait spent spinning.
         Cancellation by the caller is not a failed request: ``CancelledError`` propagates.

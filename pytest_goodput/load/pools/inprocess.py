@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import NoReturn, Optional
 
-from pytest_goodput.load.loops import Sender
+from pytest_goodput.load.sending.loops import Sender
 from pytest_goodput.load.pools import ShardError
 from pytest_goodput.load.worker import Init, Message, Worker, serve
 

@@ -20,7 +20,7 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from pytest_goodput.measure.images import (
+from pytest_goodput.measure.records.images import (
     IMAGE_TYPES,
     ImageError,
     ImagePart,
@@ -28,7 +28,7 @@ from pytest_goodput.measure.images import (
     image_dimensions,
     image_part,
 )
-from pytest_goodput.schema.spec import MAX_IMAGE_SIDE as MAX_SIDE
+from pytest_goodput.schema.scenario.spec import MAX_IMAGE_SIDE as MAX_SIDE
 
 #: ``SeedSequence`` stream keys of image counts, sizes and pixels (apart from the text's).
 COUNT_STREAM, SIZE_STREAM, PIXEL_STREAM, TAIL_STREAM = 21, 22, 23, 24

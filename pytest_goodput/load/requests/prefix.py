@@ -16,7 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from pytest_goodput.load.requests.workload import WORDS, WorkItem, count_tokens, index_words
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``SeedSequence`` stream keys of the prefix draws and the prefix text.
 PREFIX_STREAM, PREFIX_TEXT_STREAM = 21, 22

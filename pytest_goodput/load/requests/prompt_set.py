@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.trace import Trace
 from pytest_goodput.load.requests.trace_replay import TracePrompts, trace_schedule
-from pytest_goodput.measure.exchange import RequestPlan
-from pytest_goodput.schema.spec import ScenarioSpec
-from pytest_goodput.schema.workload_check import PromptSet
+from pytest_goodput.measure.records.exchange import RequestPlan
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.schema.outcomes.workload_check import PromptSet
 
 #: Measured requests a duration-bounded run's fingerprint covers (fewer if it sent fewer).
 DURATION_COVERED = 64

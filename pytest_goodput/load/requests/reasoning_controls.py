@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 def reasoning_body(spec: ScenarioSpec) -> dict[str, Any]:

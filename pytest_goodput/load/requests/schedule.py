@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``SeedSequence`` stream key for arrival gaps (workload lengths and text use other keys).
 ARRIVAL_STREAM = 1

@@ -27,7 +27,7 @@ import numpy as np
 from pytest_goodput.load.requests.schedule import Schedule, bounded, mean_rate, warmup_mask
 from pytest_goodput.load.trace import Trace, TraceError
 from pytest_goodput.load.requests.workload import WORDS, WorkItem, count_tokens
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``SeedSequence`` stream key of trace block text (workload streams are 11-14).
 TRACE_TEXT_STREAM = 15
@@ -70,7 +70,7 @@ class TracePrompts:
     """The prompts of a replay's requests, built on demand: request ``i`` is row ``first + i``.
 
     Nothing is built up front, so a replay holds only the prompts it is about to send
-    (``load/bodies.py``), not the trace's. The text of a shared id's block is kept in a
+    (``load/sending/bodies.py``), not the trace's. The text of a shared id's block is kept in a
     bounded cache (``CACHED_BLOCKS``, least recently used out): the ids a conversation trace
     shares are its recent turns' prefixes. Picklable: workers build their own requests' prompts.
     """

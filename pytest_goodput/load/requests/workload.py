@@ -24,8 +24,8 @@ import numpy as np
 
 from pytest_goodput.load.requests.jsonl import jsonl_objects
 from pytest_goodput.load.requests.images import file_image, synthetic_images
-from pytest_goodput.measure.images import ImageError, ImagePart
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.measure.records.images import ImageError, ImagePart
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 WORDS: tuple[str, ...] = (
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be",

@@ -14,7 +14,7 @@ import zlib
 from array import array
 from typing import Any, Optional, Sequence
 
-from pytest_goodput.measure.exchange import RawExchange, RequestPlan
+from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 
 _NAN = float("nan")
 

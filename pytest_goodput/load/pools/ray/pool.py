@@ -30,7 +30,7 @@ from pytest_goodput.load.pools.ray.placement import place
 from pytest_goodput.load.ray_runtime import ensure
 from pytest_goodput.load.worker import Init, Message
 from pytest_goodput.schema.redaction import redact
-from pytest_goodput.schema.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Round trips per worker for its clock offset; the shortest is kept.
 CLOCK_ROUND_TRIPS = 7

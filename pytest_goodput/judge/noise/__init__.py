@@ -1,0 +1,1 @@
+"""The noise a baseline holds: run-to-run spread, sittings, outliers and the power it leaves (pure)."""

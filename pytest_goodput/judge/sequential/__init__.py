@@ -1,0 +1,1 @@
+"""Verdicts reached as measurements arrive: A/B rounds and PR launches, stopped once decided (pure)."""

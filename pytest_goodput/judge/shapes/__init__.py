@@ -1,0 +1,1 @@
+"""Judges of run shapes beyond one number: frontiers, capacity, saturation, degradation (pure)."""

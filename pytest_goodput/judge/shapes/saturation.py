@@ -1,0 +1,70 @@
+"""Where a sweep's saturation began, against the baseline's sessions (pure).
+
+A sweep records the step (index into ``sweep``) of its first point past saturation, or
+``len(sweep)`` when none was (``measure/saturation.py``). The rule (``docs/frontiers.md``,
+"Saturation point"): *regressed* only when the current sweep saturated at least two steps
+lower than every baseline session and at least two baseline sessions agree on their step.
+One step lower, one baseline session, or sessions that disagree is *inconclusive*: a knee
+near a step's edge moves one step between reruns of the same server, and a run of the same
+server is lower than all of k sessions with a chance up to 1/(k + 1). *Improved* is the
+mirror image. Baselines recorded before sweeps kept their saturation step give no row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+from pytest_goodput.schema.outcomes.outcome import MetricComparison, Verdict
+
+METRIC = "sweep.saturation_load"
+#: Steps apart that decide: one step is the sweep's resolution, so one step may be noise.
+STEPS = 2
+
+
+def _load(loads: Sequence[float], step: int) -> Optional[float]:
+    return float(loads[step]) if 0 <= step < len(loads) else None
+
+
+def _name(loads: Sequence[float], step: int, kind: str) -> str:
+    load = _load(loads, step)
+    return f"{kind} {load:g}" if load is not None else "no measured point"
+
+
+def saturation_comparison(
+    loads: Sequence[float],
+    kind: str,
+    baseline_steps: Sequence[Optional[float]],
+    current_step: Optional[float],
+) -> Optional[MetricComparison]:
+    """The saturation point as a verdict of its own; None when either side never recorded one."""
+    known = [int(s) for s in baseline_steps if s is not None]
+    if not known or current_step is None:
+        return None
+    cur = int(current_step)
+    agree = len(set(known)) == 1 and len(known) >= 2
+    lowest, highest = min(known), max(known)
+    verdict: Verdict = "pass"
+    if cur < lowest:
+        verdict = "regressed" if agree and cur <= lowest - STEPS else "inconclusive"
+    elif cur >= highest + STEPS and agree:
+        verdict = "improved"
+    steps = ", ".join(_name(loads, s, kind) for s in known)
+    why = ("one baseline session: a step lower may be noise" if len(known) == 1
+           else "baseline sessions agree" if agree else "baseline sessions disagree")
+    if agree and 0 < abs(cur - lowest) < STEPS:
+        why += f"; fewer than {STEPS} steps apart may be noise"
+    base_step = highest if cur > highest else lowest
+    base, now = _load(loads, base_step), _load(loads, cur)
+    return MetricComparison(
+        metric=METRIC,
+        direction="higher",
+        baseline=base,
+        current=now,
+        change=(now - base) / base if base and now is not None else None,
+        tolerance=0.0,
+        verdict=verdict,
+        method="first sweep point past saturation, in sweep steps",
+        note=(f"saturation began at {_name(loads, cur, kind)} (baseline sessions: {steps}; {why}); "
+              f"{cur - base_step:+d} sweep step(s)"),
+    )

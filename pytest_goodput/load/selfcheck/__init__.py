@@ -1,0 +1,1 @@
+"""The client's check on itself: stalls, departures from the capture, did it set the pace."""

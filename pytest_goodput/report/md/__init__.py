@@ -1,0 +1,1 @@
+"""The per-PR Markdown report: its sections, tables and Mermaid charts (pure)."""

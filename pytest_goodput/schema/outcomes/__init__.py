@@ -1,0 +1,1 @@
+"""What the gate decided: per-metric comparisons, SLOs, frontiers and A/B rounds (pure)."""

@@ -1,0 +1,27 @@
+"""What one gated scenario produced: its runs (repeats, sweep points or capacity probes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
+
+
+@dataclass
+class Measurement:
+    """What one gated scenario produced: its runs (repeats, sweep points or probes)."""
+
+    spec: ScenarioSpec
+    runs: list[RunResult]
+    kind: str = "runs"  # runs | sweep | capacity
+    frontier: Optional[dict] = None
+    capacity: Optional[dict] = None
+    extra: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the run did on the way (re-measured points)
+
+    @property
+    def result(self) -> RunResult:
+        """The headline run: the last repeat, or the highest-load sweep point."""
+        return self.runs[-1]

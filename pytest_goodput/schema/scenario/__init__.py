@@ -1,0 +1,1 @@
+"""What to run: the scenario spec, the marker's arguments and the rules across them (pure)."""

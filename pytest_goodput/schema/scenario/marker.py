@@ -1,0 +1,48 @@
+"""The ``goodput`` marker's arguments, checked at collection (pure).
+
+A marker carries the scenario's arguments (``ScenarioSpec``), A/B mode's (``ABOptions``) and
+percentile SLO keywords. Checked here, before anything runs: unknown names (with the name
+meant), values of the wrong kind (in words), and arguments the scenario would ignore
+(``schema/scenario/applicability.py``). Every problem of a marker is reported at once, each line
+quoting the argument as written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_goodput.schema.ab_options import AB_KEYS, ABOptions, split_ab_args
+from pytest_goodput.schema.scenario.applicability import not_applicable
+from pytest_goodput.schema.scenario.arg_errors import explain
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
+
+
+def marker_arguments() -> list[str]:
+    """Every keyword the marker accepts by name (percentile SLOs are a pattern besides)."""
+    return sorted({*ScenarioSpec.model_fields, *AB_KEYS})
+
+
+def check_marker(args: dict[str, Any], where: str) -> tuple[dict[str, Any], ABOptions]:
+    """The scenario's arguments and the A/B options of a marker, or :class:`SpecError` naming
+    the test (``where``) and each bad argument."""
+    spec_args, options = split_ab_args(args, where)
+    refused = not_applicable(args)
+    try:
+        ScenarioSpec.model_validate(spec_args)
+    except ValidationError as err:
+        # With arguments refused, rules across arguments are left out: they may say again what
+        # the refusal says, and are checked once the marker names only what applies.
+        text = explain(err, where, ScenarioSpec, spec_args, marker_arguments(), fields_only=bool(refused))
+        if not refused:
+            raise SpecError(text) from None
+        more = text.splitlines()[1:]
+        named = [e["loc"][0] for e in err.errors() if e["loc"] and isinstance(e["loc"][0], str)]
+    else:
+        more, named = [], []
+    if refused:
+        names = list(dict.fromkeys([*(name for name, _ in refused), *named]))
+        raise SpecError("\n".join([f"{where}: invalid goodput arguments: {', '.join(names)}",
+                                   *(f"  {why}" for _, why in refused), *more]))
+    return spec_args, options
