@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_goodput.engines.ports import free_port
+from pytest_goodput.judge.sequential.ab import round_order
 
 SMALL = ["--scenario", "concurrency", "--concurrency", "4", "--requests", "40",
          "--isl", "32", "--osl", "16", "--seed", "1"]
@@ -33,15 +34,24 @@ def test_the_same_simulator_on_both_sides_passes(tmp_path: Path) -> None:
     steady = (verdicts["throughput.output_tokens_per_s"], verdicts["metrics.tpot_ms.p50"])
     assert set(steady) <= {"pass", "underpowered"}
     assert result["rounds_used"] + result["rounds_dropped"] <= 4
-    assert re.search(r"after \d rounds \(ABBA order, seed 1\)", p.stdout)
+    # a fresh order seed per job, printed and kept, the orders drawn from it
+    seed = result["seed"]
+    assert re.search(rf"after \d rounds \(balanced order, order seed {seed}\)", p.stdout)
+    assert [r["order"] for r in result["rounds"]] == [round_order(seed, r["index"]) for r in result["rounds"]]
 
 
 def test_a_slowed_head_is_a_regression() -> None:
-    p = ab(*SMALL, "--head-sim", "slowdown=1.3", "--min-rounds", "3", "--max-rounds", "4")
+    p = ab(*SMALL, "--head-sim", "slowdown=1.3", "--min-rounds", "3", "--max-rounds", "4",
+           "--order-seed", "5")
     assert p.returncode == 1, p.stdout + p.stderr
     rows = {line.split("  ")[0]: line for line in p.stdout.splitlines()}
     assert "regressed" in rows["TPOT P50 (ms)"], p.stdout  # +30 %: decided at the first look
-    assert re.search(r"decided after [34] rounds \(ABBA order, seed 1\): .*metrics\.tpot_ms\.p50", p.stdout)
+    assert re.search(r"decided after [34] rounds \(balanced order, order seed 5\): "
+                     r".*metrics\.tpot_ms\.p50", p.stdout)  # the replayed seed
+    orders = [line.split(": ", 1)[1] for line in p.stderr.splitlines() if line.startswith("round ")
+              and ", then " in line]
+    assert orders[:3] == [("base, then head" if round_order(5, r) == "base-head" else "head, then base")
+                          for r in (1, 2, 3)]
     assert "one engine at a time" not in p.stdout  # both fit: both stay up
 
 

@@ -149,6 +149,19 @@ def test_round_order_is_seeded_and_mixes_both_orders() -> None:
     assert {"base-head", "head-base"} == set(orders)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_round_orders_are_balanced_in_every_pair_of_rounds(seed: int) -> None:
+    orders = [round_order(seed, r) for r in range(1, 13)]
+    assert all(orders[i] != orders[i + 1] for i in range(0, 12, 2))
+    assert orders.count("base-head") == 6
+
+
+def test_which_engine_leads_a_pair_is_random_across_seeds() -> None:
+    firsts = {round_order(seed, 1) for seed in range(20)}
+    sequences = {tuple(round_order(seed, r) for r in range(1, 13, 2)) for seed in range(20)}
+    assert firsts == {"base-head", "head-base"} and len(sequences) > 10
+
+
 @pytest.mark.parametrize("lo,hi", [(1, 5), (4, 3), (3, 1001)])
 def test_bad_round_limits_are_refused(lo: int, hi: int) -> None:
     with pytest.raises(ValueError):

@@ -65,10 +65,22 @@ def test_each_round_runs_both_engines_in_its_drawn_order_and_stops_when_decided(
     result = run_ab(SPEC, "base", "head", run=fake, say=lines.append, min_rounds=3)  # type: ignore[arg-type]
     assert result.rounds_used == 3 and result.stopped_early and result.decided
     assert [c.verdict for c in result.comparisons] == ["pass", "pass"]
-    expected = [round_order(SPEC.seed, r) for r in (1, 2, 3)]
+    expected = [round_order(result.seed, r) for r in (1, 2, 3)]
     assert [r.order for r in result.rounds] == expected
     assert fake.calls == [s for o in expected for s in (o.split("-"))]
     assert lines[0].startswith("round 1: ")
+
+
+def test_each_job_draws_its_own_order_seed_and_a_given_seed_replays_it() -> None:
+    runs = [run_ab(SPEC, "base", "head", run=Fake({"base": [600.0, 601.0, 599.0],  # type: ignore[arg-type]
+                                                    "head": [600.5, 600.0, 600.0]}), min_rounds=3)
+            for _ in range(2)]
+    assert runs[0].seed != runs[1].seed  # 32 random bits: equal once in 4 billion
+    replay = run_ab(SPEC, "base", "head", run=Fake({"base": [600.0, 601.0, 599.0],  # type: ignore[arg-type]
+                                                    "head": [600.5, 600.0, 600.0]}),
+                    min_rounds=3, seed=runs[0].seed)
+    assert replay.seed == runs[0].seed
+    assert [r.order for r in replay.rounds] == [r.order for r in runs[0].rounds]
 
 
 def test_an_invalid_run_is_run_once_more_and_a_twice_invalid_round_is_dropped() -> None:

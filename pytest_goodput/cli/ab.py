@@ -83,6 +83,9 @@ def add_ab_parser(sub: Any) -> None:
     ab.add_argument("--relaunch", action="store_true",
                     help="relaunch both engines before every round: each round is one launch of "
                          "each, so launch-to-launch spread is in the interval (engines started here)")
+    ab.add_argument("--order-seed", type=int, metavar="N",
+                    help="replay a job's round orders: the seed its A/B result recorded "
+                         "(default: a fresh seed per job)")
     ab.add_argument("--json", help="write the A/B result (rounds, comparisons) here")
     add_ray_flag(ab)
 
@@ -144,7 +147,7 @@ def render_ab(result: ABResult) -> str:
     orders = " ".join("AB" if r.order == "base-head" else "BA" for r in result.rounds)
     state = "decided" if result.decided else "undecided"
     lines.append("")
-    lines.append(f"{state} after {result.rounds_used} rounds (ABBA order, seed {result.seed}): "
+    lines.append(f"{state} after {result.rounds_used} rounds (balanced order, order seed {result.seed}): "
                  f"{result.stop_reason}")
     clear = "" if result.clear_alpha_per_look is None else (
         f", cleared at {1 - result.clear_alpha_per_look:.2%} one-sided")
@@ -213,7 +216,7 @@ def cmd_ab(ns: argparse.Namespace) -> int:
         print(f"A/B {spec.scenario}: base {describe(engines[0])}, head {describe(engines[1])}",
               file=sys.stderr)
         with placed_client(client_cpus):  # after the engines: their threads are not the client's
-            result = run_ab(spec, engines[0], engines[1], min_rounds=ns.min_rounds,
+            result = run_ab(spec, engines[0], engines[1], seed=ns.order_seed, min_rounds=ns.min_rounds,
                             max_rounds=ns.max_rounds, tolerance=ns.tolerance,
                             say=lambda s: print(s, file=sys.stderr), exclusive=exclusive,
                             relaunch=ns.relaunch)

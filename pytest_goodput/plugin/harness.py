@@ -203,7 +203,8 @@ class GoodputHarness:
         try:
             self.ab = measure_ab(self.spec, self.base_engine, head, min_rounds=options.ab_min_rounds,
                                  max_rounds=options.ab_max_rounds, tolerance=self._session.settings.tolerance,
-                                 say=say, exclusive=exclusive, relaunch=relaunch)
+                                 say=say, exclusive=exclusive, relaunch=relaunch,
+                                 order_seed=options.ab_order_seed)
         finally:
             self._session.ledger.charge(self._nodeid, [self.base_engine, head], time.monotonic() - t0, first)
         self.engine = head

@@ -2,8 +2,9 @@
 
 Each round runs the spec once on each engine (a sweep: every point of it up to where the
 first round found saturation), in the order ``judge.sequential.ab.round_order`` draws
-for it (a fair coin per round from the seed: ABBA-like, so neither engine always runs
-first on a warmer or colder machine). Both sides replay the same spec, so the same prompts
+for it: balanced in pairs of rounds (each engine first once per pair, so neither always
+runs first on a warmer or colder machine), from an order seed drawn afresh per job and kept
+in the result, so jobs of one spec do not share one order and a job can be replayed. Both sides replay the same spec, so the same prompts
 and schedule. A run the client set the pace of is measured once more; still invalid, the
 round is dropped (and counted). The pure judge looks after each round and says when the
 answer is known.
@@ -18,6 +19,7 @@ then measures any point the second went beyond; every later round measures those
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Optional
@@ -138,6 +140,11 @@ def _alone(engine: Engine, other: Engine) -> float:
     return time.monotonic() - t0
 
 
+def fresh_order_seed() -> int:
+    """A new A/B order seed: every job draws its own rounds' order (``round_order``)."""
+    return int.from_bytes(os.urandom(4), "big")
+
+
 def exclusive_note(starts: list[float]) -> str:
     """What one engine at a time cost: the fresh starts and their seconds."""
     return f"one engine at a time: each run started its engine afresh ({_spent(starts, len(starts))})"
@@ -150,7 +157,8 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
            exclusive: bool = False, relaunch: bool = False) -> ABResult:
     """Rounds of ``spec`` on ``base`` and ``head`` until the judge has the answer.
 
-    ``seed`` draws each round's order (default: the spec's seed); ``on_round`` sees each
+    ``seed`` draws each round's order (default: a fresh seed per job, recorded in the result's
+    ``seed``; give it to replay a job's orders); ``on_round`` sees each
     round's runs (the pytest gate keeps them for SLOs and reports). ``exclusive``: only one
     engine is up at a time, each run on a freshly started one (both sides alike: no side
     inherits a warm cache), for engines that do not fit on the machine together.
@@ -168,7 +176,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
     restarts: list[float] = []
     defs = ab_metrics(spec, tolerance)
     measured = with_error_rate(defs)  # the error rate is compared whatever the gate names
-    seed = spec.seed if seed is None else seed
+    seed = fresh_order_seed() if seed is None else seed
     rounds: list[ABRound] = []
     full = spec  # a sweep past saturation: ``spec`` becomes its measured loads after round 1
     while True:
@@ -233,7 +241,8 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
 def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
                min_rounds: Optional[int] = None, max_rounds: Optional[int] = None,
                tolerance: Optional[float] = None, say: Optional[SayFn] = None,
-               exclusive: bool = False, relaunch: bool = False) -> ABMeasured:
+               exclusive: bool = False, relaunch: bool = False,
+               order_seed: Optional[int] = None) -> ABMeasured:
     """Rounds of ``spec`` on both engines until the answer is known (``run.ab.run_ab``)."""
     kept: dict[str, list[RunResult]] = {"base": [], "head": []}
     last: dict[str, list[RunResult]] = {}
@@ -247,7 +256,7 @@ def measure_ab(spec: ScenarioSpec, base: Engine, head: Engine, *,
 
     min_r = MIN_ROUNDS if min_rounds is None else min_rounds
     max_r = max(MAX_ROUNDS, min_r) if max_rounds is None else max_rounds
-    result = run_ab(spec, base, head, min_rounds=min_r, max_rounds=max_r,
+    result = run_ab(spec, base, head, seed=order_seed, min_rounds=min_r, max_rounds=max_r,
                     tolerance=tolerance, say=say, on_round=keep, exclusive=exclusive, relaunch=relaunch)
     return ABMeasured(result, base_runs=kept["base"], head_runs=kept["head"],
                       last_head=last["head"][-1] if last else None,

@@ -1,7 +1,7 @@
 """A/B mode in pytest: which base engine a test is compared with, and its round limits (pure).
 
 The marker's A/B keywords (``base_serve``, ``base_url``, ``base_sim``, ``ab_min_rounds``,
-``ab_max_rounds``, ``ab_relaunch``) are not part of the scenario: the same scenario runs on both engines. They
+``ab_max_rounds``, ``ab_relaunch``, ``ab_order_seed``) are not part of the scenario: the same scenario runs on both engines. They
 are split off the marker's arguments before the spec is built, and validated here, so a bad
 value is named as the spec's are.
 """
@@ -16,7 +16,7 @@ from pytest_goodput.schema.scenario.spec import SpecError, format_validation_err
 
 #: The marker keywords that belong to A/B mode rather than to the scenario.
 AB_KEYS: tuple[str, ...] = ("base_serve", "base_url", "base_sim", "ab_min_rounds", "ab_max_rounds",
-                             "ab_relaunch")
+                             "ab_relaunch", "ab_order_seed")
 #: ``--goodput-base-sim=default``: the simulator with its default profile as base.
 DEFAULT_SIM = "default"
 
@@ -36,6 +36,9 @@ class ABOptions(BaseModel):
     ab_relaunch: Optional[bool] = Field(
         None, description="relaunch both engines before every round, so each round is one launch "
         "of each and launch-to-launch spread is in the A/B interval (engines the plugin starts)")
+    ab_order_seed: Optional[int] = Field(
+        None, ge=0, description="replay a job's round orders: the order seed its A/B result "
+        "recorded (default: a fresh seed per job)")
 
     @model_validator(mode="after")
     def _one_base(self) -> "ABOptions":

@@ -53,8 +53,18 @@ __all__ = ["DEFAULT_RULE", "MAX_ROUNDS", "MIN_ROUNDS", "RULES", "Paired", "Stopp
 
 
 def round_order(seed: int, r: int) -> Order:
-    """Which engine runs first in round ``r`` (1-based): a fair coin from ``Random(seed + r)``."""
-    return "base-head" if random.Random(seed + r).random() < 0.5 else "head-base"
+    """Which engine runs first in round ``r`` (1-based), balanced in pairs of rounds.
+
+    Rounds 2k-1 and 2k are one pair: a fair coin from ``Random(f"ab-order {seed} {k}")`` says
+    whether the pair is base-head, head-base or head-base, base-head. So after every even round
+    each engine went first in exactly half of them (a steady drift over a job cancels), and
+    which half is random. ``run.ab.run_ab`` draws ``seed`` afresh per job.
+    """
+    k = (r + 1) // 2
+    base_first = random.Random(f"ab-order {seed} {k}").random() < 0.5
+    if r % 2 == 0:
+        base_first = not base_first
+    return "base-head" if base_first else "head-base"
 
 
 def check_rounds(min_rounds: int, max_rounds: int) -> None:

@@ -41,7 +41,9 @@ class ABResult(_Model):
     the rounds behind them, and why it stopped."""
 
     spec: ScenarioSpec | None = None
-    seed: int = Field(0, description="round r's order comes from random.Random(seed + r)")
+    seed: int = Field(0, description="the order seed, drawn afresh per job: rounds 2k-1 and 2k "
+                      "are one pair, base first in one of them (judge.sequential.ab.round_order); "
+                      "--order-seed replays it")
     confidence: float = Field(description="overall two-sided confidence of each interval")
     looks: int = Field(description="most looks the stopping rule can take")
     alpha_per_look: float = Field(description="two-sided error rate of the last look's interval "

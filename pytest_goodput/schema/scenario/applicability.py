@@ -76,7 +76,7 @@ APPLIES: dict[str, Applies] = {
     **{name: Applies(("trace",), "only a trace replay reads a trace") for name in ("trace", *TRACE_ONLY)},
     **{name: Applies(_all_but("capacity"), "", {"capacity": "A/B mode does not compare capacity searches "
                                                "(each side would probe other rates)"})
-       for name in ("base_serve", "base_url", "base_sim", "ab_min_rounds", "ab_max_rounds", "ab_relaunch")},
+       for name in ("base_serve", "base_url", "base_sim", "ab_min_rounds", "ab_max_rounds", "ab_relaunch", "ab_order_seed")},
     **{name: Applies(_all_but("trace"), _TRACE_SETS)
        for name in (*SET_BY_TRACE, "range_ratio", "length_cv", "min_len", "max_len")
        if name not in ("rate", "arrival", "burstiness")},
