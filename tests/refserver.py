@@ -51,6 +51,14 @@ DEFAULTS: dict[str, Any] = {
     "garbage": None,  # "text": 200 text/html body; "json": 200 non-OpenAI JSON
     "stall_s": 0.0,  # pause after the first content chunk
     "abort_after": None,  # drop the connection after this many content chunks
+    # misreporting engines (test_misreporting_engines.py):
+    "usage_tokens": None,  # usage.completion_tokens reported instead of the tokens streamed
+    "finish_reason": "length",  # the last content chunk's finish_reason
+    "end_after": None,  # stop streaming after this many content chunks, as end_how says
+    "end_how": "finish",  # "finish": as usual | "close": end the body at once (no usage, no
+    # [DONE]) | "error": an error event with "choices": [], then [DONE]
+    "blank_first": None,  # a text (" ", "\n") flushed as its own content chunk at once
+    "token_text": None,  # every token's text (default " t<i>")
 }
 _NL = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
 
@@ -214,26 +222,29 @@ class _Generation:
         self.rid, self.model, self.chat, self.n, self.opts = rid, model, chat, n, opts
         self.k = max(1, int(opts["chunk_tokens"]))
         self.chunks = (n + self.k - 1) // self.k
-        self.usage = {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": n + 7}
+        told = n if opts["usage_tokens"] is None else int(opts["usage_tokens"])
+        self.usage = {"prompt_tokens": 7, "completion_tokens": told, "total_tokens": told + 7}
 
     def chunk_deadline(self, j: int) -> float:
         return (self.opts["ttft_ms"] + j * self.opts["itl_ms"]) / 1000.0
 
     def token_text(self, i: int) -> str:
-        return f" t{i}"
+        return f" t{i}" if self.opts["token_text"] is None else str(self.opts["token_text"])
 
-    def chunk(self, j: int) -> dict:
+    def chunk(self, j: int, sent: int | None = None, text: str | None = None) -> dict:
+        """Content chunk ``j`` of ``sent`` (default: all); ``text`` instead of its tokens'."""
         ids = range(j * self.k, min(self.n, (j + 1) * self.k))
-        text = "".join(self.token_text(i) for i in ids)
-        last = j == self.chunks - 1
+        text = "".join(self.token_text(i) for i in ids) if text is None else text
+        last = j == (self.chunks if sent is None else sent) - 1
+        reason = self.opts["finish_reason"] if last else None
         if self.chat:
             reasoning = ids[0] < int(self.opts["reasoning_tokens"])
             delta = {"reasoning_content": text} if reasoning else {"content": text}
             if j == 0 and not self.opts["role_first"]:
                 delta["role"] = "assistant"
-            choice: dict = {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
+            choice: dict = {"index": 0, "delta": delta, "finish_reason": reason}
         else:
-            choice = {"index": 0, "text": text, "finish_reason": "length" if last else None}
+            choice = {"index": 0, "text": text, "finish_reason": reason}
         out = self.envelope([choice])
         if last and self.opts["usage"] == "in_last":
             out["usage"] = self.usage
@@ -281,10 +292,17 @@ async def _stream(conn: _Conn, gen: _Generation, opts: dict, entry: dict, read_a
     if gen.chat and opts["role_first"]:
         role = gen.envelope([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
         head += _http_chunk(_event(json.dumps(role), opts))
+    if opts["blank_first"] is not None:
+        blank = gen.chunk(0, text=str(opts["blank_first"]))
+        blank["choices"][0]["finish_reason"] = None
+        head += _http_chunk(_event(json.dumps(blank), opts))
     entry["writes"].append(conn.write(head))
-    for j in range(gen.chunks):
+    sent = gen.chunks if opts["end_after"] is None else min(gen.chunks, int(opts["end_after"]))
+    cut = opts["end_how"] != "finish" and sent < gen.chunks
+    for j in range(sent):
         await asyncio.sleep(max(0.0, read_at + gen.chunk_deadline(j) - perf()))
-        t = await _send_event(conn, _event(json.dumps(gen.chunk(j)), opts), opts, entry)
+        chunk = gen.chunk(j, None if cut else sent)
+        t = await _send_event(conn, _event(json.dumps(chunk), opts), opts, entry)
         entry["token_writes"].append(t)
         if opts["abort_after"] is not None and j + 1 >= opts["abort_after"]:
             assert conn.transport is not None
@@ -292,7 +310,14 @@ async def _stream(conn: _Conn, gen: _Generation, opts: dict, entry: dict, read_a
             return
         if j == 0 and opts["stall_s"]:
             await asyncio.sleep(opts["stall_s"])
-    if opts["usage"] == "final":
+    if cut and opts["end_how"] == "close":
+        entry["writes"].append(conn.write(b"0\r\n\r\n"))  # a clean end of the body, nothing more
+        return
+    if cut:  # "error": the engine gave up mid-stream and said so
+        failed = gen.envelope([])
+        failed["error"] = {"message": "engine overloaded: request aborted", "type": "server_error"}
+        await _send_event(conn, _event(json.dumps(failed), opts), opts, entry)
+    elif opts["usage"] == "final":
         final = gen.envelope([])
         final["usage"] = gen.usage
         await _send_event(conn, _event(json.dumps(final), opts), opts, entry)

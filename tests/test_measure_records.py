@@ -70,7 +70,7 @@ def test_a_slower_server_cannot_hide_in_the_client_queue():
         sched = 0.1 * i
         sent = max(sched, sent)
         ex = RawExchange(RequestPlan(i, "p", 1, 2, sched, open_loop=True), sent, sent + 0.15, 200,
-                         [(sent + 0.1, ev(cmpl("a"))), (sent + 0.15, ev(cmpl("b")))])
+                         [(sent + 0.1, ev(cmpl("a"))), (sent + 0.15, ev(cmpl("b")) + b"data: [DONE]\n\n")])
         recs.append(to_record(ex, stream=True, api="completions"))
         sent += 0.15
     assert [round(r.ttft_sent_ms) for r in recs] == [100] * 5

@@ -50,6 +50,8 @@ def exchange(reads: list[tuple[float, Any]], *, sent: float = 10.0, scheduled: O
     plan = RequestPlan(0, "p", 4, max_tokens, sent if scheduled is None else scheduled,
                        open_loop=open_loop)
     raw = [(t, obj if isinstance(obj, bytes) else ev(obj)) for t, obj in reads]
+    if not isinstance(reads[-1][1], bytes):  # a stream: it ends as servers end one
+        raw[-1] = (raw[-1][0], raw[-1][1] + b"data: [DONE]\n\n")
     return RawExchange(plan, sent, raw[-1][0], 200, raw)
 
 

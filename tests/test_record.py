@@ -43,9 +43,12 @@ def exchange(reads: list[tuple[float, bytes]], *, status: int | None = 200, end:
     return RawExchange(plan, T0, end, status, reads, error_kind, error_detail)
 
 
-def stream(*events: tuple[float, Any]) -> list[tuple[float, bytes]]:
-    """One read per event at the given millisecond offsets."""
-    return [(at(ms), ev(obj)) for ms, obj in events]
+def stream(*events: tuple[float, Any], done: bool = True) -> list[tuple[float, bytes]]:
+    """One read per event at the given millisecond offsets; ``data: [DONE]`` in the last read."""
+    reads = [(at(ms), ev(obj)) for ms, obj in events]
+    if done and reads and events[-1][1] != "[DONE]":
+        reads[-1] = (reads[-1][0], reads[-1][1] + ev("[DONE]"))
+    return reads
 
 
 def test_three_tokens_one_per_chunk_with_usage() -> None:
@@ -91,7 +94,7 @@ def test_role_only_first_chunk_does_not_count_and_reasoning_does() -> None:
 
 
 def test_usage_in_the_finish_chunk_llamacpp_style() -> None:
-    last = chat({"content": "b"}, usage={"prompt_tokens": 3, "completion_tokens": 5})
+    last = chat({"content": " b c d e"}, usage={"prompt_tokens": 3, "completion_tokens": 5})
     r = to_record(exchange(stream((10, chat({"content": "a"})), (30, last))), stream=True, api="chat")
     assert (r.output_tokens, r.token_count_source, r.content_chunks) == (5, "usage", 2)
     # 4 tokens after the first chunk all arrived with the second: a 20 ms gap split 4 ways
@@ -146,8 +149,12 @@ def test_event_split_across_reads_takes_the_time_of_the_completing_read() -> Non
     assert r.first_token_at == at(25) and r.last_token_at == at(60)
 
 
-def test_missing_done_is_fine() -> None:
-    r = to_record(exchange(stream((10, cmpl("a")), (20, cmpl("b")))), stream=True, api="completions")
+def test_missing_done_is_fine_after_a_finish_reason_or_usage() -> None:
+    last = {"id": "cmpl-1", "choices": [{"index": 0, "text": "b", "finish_reason": "length"}]}
+    r = to_record(exchange(stream((10, cmpl("a")), (20, last), done=False)), stream=True, api="completions")
+    assert r.ok and r.output_tokens == 2
+    r = to_record(exchange(stream((10, cmpl("a")), (20, cmpl("b")), (21, usage(2)), done=False)),
+                  stream=True, api="completions")
     assert r.ok and r.output_tokens == 2
 
 
@@ -212,12 +219,11 @@ def test_transport_error_before_any_byte() -> None:
         ([(at(5), b"<html>502 Bad Gateway</html>")], "expected an SSE stream"),
         (stream((5, cmpl("a")), (6, "not json")), "non-JSON event"),
         (stream((5, {"hello": "world"})), "not an OpenAI completion object"),
-        (stream((5, cmpl("a")), (6, {"error": {"message": "engine died"}})), "engine died"),
         (stream((5, chat({"role": "assistant", "content": ""})), (6, usage(0)), (7, "[DONE]")), "no generated content"),
         ([], "empty response body"),
         (stream((5, [1, 2])), "not a JSON object"),
     ],
-    ids=["html", "non-json", "foreign-json", "error-event", "no-content", "empty", "json-array"],
+    ids=["html", "non-json", "foreign-json", "no-content", "empty", "json-array"],
 )
 def test_malformed_streams(reads: list, needle: str) -> None:
     r = to_record(exchange(reads), stream=True, api="chat")
@@ -267,3 +273,130 @@ def test_a_tokenizer_with_encode_counts_as_the_python_api_documents() -> None:
         r = to_record(exchange(reads), stream=True, api="completions", tokenizer=tokenizer)
         assert (r.output_tokens, r.token_count_source) == (6, "tokenizer")
         assert r.itl_ms == pytest.approx([40.0, 20.0, 20.0, 20.0])
+
+
+# --- responses cross-checked (docs/metrics.md, "Responses cross-checked") -----------------
+
+def finish(text: str, reason: str) -> dict:
+    return {"id": "cmpl-1", "choices": [{"index": 0, "text": text, "finish_reason": reason}]}
+
+
+def test_usage_above_what_the_text_could_hold_is_not_believed() -> None:
+    # "a", "b", "c": 3 bytes, so at most 3 + 1 (an end-of-sequence token) = 4 tokens
+    reads = stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(5)))
+    r = to_record(exchange(reads), stream=True, api="completions")
+    assert r.ok and (r.output_tokens, r.token_count_source) == (3, "chunks")
+    assert r.usage_disagreement == ("usage.completion_tokens 5 is more than the stream could hold "
+                                    "(the streamed text is 3 bytes: at most 4)")
+    assert r.tpot_ms == pytest.approx(10.0)  # (30 - 10) / (3 - 1), not 20 / 4
+    assert to_record(exchange(stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(4)))),
+                     stream=True, api="completions").token_count_source == "usage"
+
+
+def test_usage_below_the_content_chunks_is_not_believed() -> None:
+    reads = stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(2)))
+    r = to_record(exchange(reads), stream=True, api="completions")
+    assert r.ok and (r.output_tokens, r.token_count_source) == (3, "chunks")
+    assert r.usage_disagreement == "usage.completion_tokens 2 is fewer than the 3 content chunks with text"
+
+
+def test_with_a_tokenizer_the_usage_must_match_its_count_within_five_percent() -> None:
+    words = lambda s: len(s.split())  # noqa: E731
+    reads = stream((0, cmpl(" a b")), (40, cmpl(" c")), (100, cmpl(" d e f")), (101, usage(8)))
+    # 6 words: at most 6 + 1 + 6 // 20 = 7
+    r = to_record(exchange(reads), stream=True, api="completions", tokenizer=words)
+    assert (r.output_tokens, r.token_count_source) == (6, "tokenizer")
+    assert "the tokenizer counts 6 in the streamed text: at most 7" in r.usage_disagreement
+    reads[-1] = (at(101), ev(usage(7)) + ev("[DONE]"))
+    r = to_record(exchange(reads), stream=True, api="completions", tokenizer=words)
+    assert (r.output_tokens, r.token_count_source, r.usage_disagreement) == (7, "usage", None)
+
+
+@pytest.mark.parametrize("reason", ["abort", "cancelled", "error", "content_filter"])
+def test_a_finish_reason_other_than_a_completed_output_fails_the_request(reason: str) -> None:
+    reads = stream((10, cmpl("a")), (20, finish("b", reason)), (21, usage(32)))
+    r = to_record(exchange(reads), stream=True, api="completions")
+    _failed(r, "finish_reason")
+    assert r.error_detail.startswith(f"finish_reason '{reason}' after 2 content chunk(s)")
+
+
+@pytest.mark.parametrize("reason", ["stop", "length", "tool_calls", "function_call"])
+def test_completed_finish_reasons_are_ok(reason: str) -> None:
+    r = to_record(exchange(stream((10, cmpl("a")), (20, finish("b", reason)))), stream=True, api="completions")
+    assert r.ok and r.output_tokens == 2
+
+
+def test_a_stream_ending_without_done_finish_reason_or_usage_is_truncated() -> None:
+    reads = stream((10, cmpl("a")), (20, cmpl("b")), done=False)
+    r = to_record(exchange(reads), stream=True, api="completions")
+    _failed(r, "truncated")
+    assert r.error_detail == ("the stream ended after 2 content chunk(s) with no data: [DONE], "
+                              "no finish_reason and no usage")
+    assert r.output_tokens == 2 and r.tpot_ms is None
+
+
+def test_an_error_event_after_content_fails_the_request_with_its_message_redacted() -> None:
+    err = {"id": "cmpl-1", "choices": [], "error": {"message": "overloaded (Authorization: Bearer sk-123)"}}
+    reads = stream((10, cmpl("a")), (20, cmpl("b")), (21, err))
+    r = to_record(exchange(reads), stream=True, api="completions")
+    _failed(r, "engine_error")
+    assert r.error_detail.startswith("error in response: overloaded (Authorization: ")
+    assert "sk-123" not in r.error_detail and "***" in r.error_detail
+    only = to_record(exchange(stream((6, {"error": {"message": "engine died"}}))), stream=True, api="chat")
+    _failed(only, "engine_error")
+    assert "engine died" in only.error_detail
+
+
+# --- the first output chunk (docs/metrics.md, "The first output chunk") --------------------
+
+def test_a_whitespace_flush_does_not_start_ttft_and_the_usage_shows_it_was_no_token() -> None:
+    # " " flushed at 5 ms, the real tokens at 105, 115, 125; usage 3: the flush was not counted
+    reads = stream((5, cmpl(" ")), (105, cmpl("a")), (115, cmpl("b")), (125, cmpl("c")), (126, usage(3)))
+    r = to_record(exchange(reads), stream=True, api="completions")
+    assert r.ok and r.leading_blank_chunks == 1 and r.content_chunks == 4
+    assert (r.output_tokens, r.token_count_source, r.usage_disagreement) == (3, "usage", None)
+    assert r.ttft_ms == pytest.approx(105.0) and r.first_token_at == at(105)
+    assert r.tpot_ms == pytest.approx(10.0)  # (125 - 105) / (3 - 1)
+    assert r.itl_ms == pytest.approx([10.0, 10.0])
+
+
+def test_a_model_whose_first_token_is_a_newline_counts_it_but_not_in_tpot() -> None:
+    # "\n" at 40 ms is a token (usage 3 for 3 chunks): TTFT counts from "a" at 50; TPOT over
+    # the 2 tokens from there: (60 - 50) / (2 - 1)
+    reads = stream((40, cmpl("\n")), (50, cmpl("a")), (60, cmpl("b")), (61, usage(3)))
+    r = to_record(exchange(reads), stream=True, api="completions")
+    assert r.ok and r.output_tokens == 3 and r.leading_blank_chunks == 1
+    assert r.ttft_ms == pytest.approx(50.0) and r.tpot_ms == pytest.approx(10.0)
+    assert r.itl_ms == pytest.approx([10.0])
+    # with a tokenizer, its count of the newline chunk says the same
+    chars = lambda s: len(s)  # noqa: E731
+    t = to_record(exchange(stream((40, cmpl("\n")), (50, cmpl("a")), (60, cmpl("b")))), stream=True,
+                  api="completions", tokenizer=chars)
+    assert (t.output_tokens, t.ttft_ms, t.tpot_ms) == (3, pytest.approx(50.0), pytest.approx(10.0))
+
+
+def test_a_whitespace_reasoning_chunk_starts_neither_ttft_nor_ttfo() -> None:
+    reads = stream((5, chat({"reasoning_content": " "})), (100, chat({"reasoning_content": "hm"})),
+                   (110, chat({"content": " "})), (150, chat({"content": "Yes"})), (151, usage(4)))
+    r = to_record(exchange(reads), stream=True, api="chat")
+    assert r.ok and r.ttft_ms == pytest.approx(100.0) and r.ttfo_ms == pytest.approx(150.0)
+
+
+def test_one_disagreeing_usage_puts_the_whole_run_on_the_stream_count_and_in_its_notes() -> None:
+    from pytest_goodput.measure.run_records import records_of, response_notes
+    from pytest_goodput.schema.scenario.spec import build_spec
+
+    honest = stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(3)))
+    lying = stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(12)))
+    exs = [exchange(honest), exchange(lying)]
+    for ex in exs:
+        ex.plan.warmup = False
+    spec = build_spec({"scenario": "concurrency", "concurrency": 1, "requests": 2})
+    records = records_of(exs, spec, None)
+    assert [(r.output_tokens, r.token_count_source) for r in records] == [(3, "chunks")] * 2
+    assert [r.usage_disagreement is None for r in records] == [True, False]
+    (note,) = response_notes(records)
+    assert note.startswith("usage disagreed with the stream on 1 of 2 measured requests "
+                           "(usage.completion_tokens 12 is more than the stream could hold")
+    assert note.endswith("every request's output tokens are counted from the stream (content chunks), "
+                         "not from usage")

@@ -27,9 +27,9 @@ from pytest_goodput.load.trace import load_trace
 from pytest_goodput.load.requests.workload import load_dataset
 from pytest_goodput.measure.records.exchange import RawExchange
 from pytest_goodput.measure.metrics import summarize
-from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.measure.records.retime import think_time_note
 from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
+from pytest_goodput.measure.run_records import records_of, response_notes
 from pytest_goodput.measure.sketched import summarize_part
 from pytest_goodput.measure.slices import run_slices
 from pytest_goodput.schema.runs.results import RunResult
@@ -75,11 +75,7 @@ def run_scenario(
             capture.stop()
         raise
     stamps = finish_capture(capture, why_not, out.exchanges)
-    records = [
-        to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
-                  min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None)
-        for ex in out.exchanges
-    ]
+    records = records_of(out.exchanges, spec, tokenizer)
     load = dict(out.load)
     sk = out.sketched
     rate = offered_rate(out.exchanges) if sk is None else part_offered_rate(sk.part)
@@ -98,6 +94,7 @@ def run_scenario(
     update: dict[str, Any] = {"prompt_set": fingerprint, "receive_timestamps": stamps,
                               "measured_at": started, "slices": run_slices(result)}
     note = think_time_note(stamps) if spec.scenario == "concurrency" else None
-    if note:
-        update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, note]})
+    notes = [*([note] if note else []), *response_notes(records)]
+    if notes:
+        update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, *notes]})
     return result.model_copy(update=update)

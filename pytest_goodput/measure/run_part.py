@@ -17,25 +17,17 @@ import math
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
-from pytest_goodput.measure.records.exchange import RawExchange
 from pytest_goodput.measure.metrics import mark_good, metric_values
 from pytest_goodput.measure.records.prefix_cache import by_turn
-from pytest_goodput.measure.records.record import to_record
+from pytest_goodput.measure.run_records import records_of
 from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
 from pytest_goodput.schema.runs.results import RequestRecord
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.sketch import QuantileSketch
 
 _INF = math.inf
-
-
-def records_of(exchanges: Iterable[RawExchange], spec: ScenarioSpec, tokenizer: Any) -> list[RequestRecord]:
-    """The exchanges parsed into records, as ``run_scenario`` parses them."""
-    return [to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
-                      min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None)
-            for ex in exchanges]
 
 
 def _lo(a: Optional[float], b: Optional[float]) -> Optional[float]:

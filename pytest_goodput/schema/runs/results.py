@@ -16,8 +16,10 @@ from pytest_goodput.schema.outcomes.workload_check import PromptSet
 
 RESULT_SCHEMA_VERSION = 1
 
-ErrorKind = Literal["http_status", "timeout", "transport", "malformed_stream", "short_output"]
-ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "transport", "malformed_stream", "short_output")
+ErrorKind = Literal["http_status", "timeout", "transport", "malformed_stream", "short_output",
+                    "truncated", "engine_error", "finish_reason"]
+ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "transport", "malformed_stream", "short_output",
+                                "truncated", "engine_error", "finish_reason")
 TokenCountSource = Literal["usage", "tokenizer", "chunks"]
 LatencyOrigin = Literal["sent_at", "scheduled_at"]
 WindowBasis = Literal["arrivals", "steady_state", "sends"]
@@ -101,6 +103,12 @@ class RequestRecord(_Model):
         None, description="streamed: output_tokens / content_chunks, when output_tokens is the "
         "engine's or a tokenizer's count (several tokens per chunk: speculative decoding, stream "
         "intervals)")
+    usage_disagreement: Optional[str] = Field(
+        None, description="why usage.completion_tokens was not believed: more than the streamed "
+        "text could hold or fewer than its content chunks (output_tokens then come from the stream)")
+    leading_blank_chunks: int = Field(
+        0, description="whitespace-only content chunks before the first output chunk (TTFT "
+        "counts from the first chunk with visible text)")
 
 
 class Distribution(_Model):
