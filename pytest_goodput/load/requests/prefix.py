@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from pytest_goodput.load.requests.workload import WORDS, WorkItem, count_tokens, index_words
+from pytest_goodput.load.requests.workload import WORDS, WorkItem, count_tokens, index_words, salt_words
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``SeedSequence`` stream keys of the prefix draws and the prefix text.
@@ -24,7 +24,7 @@ PREFIX_STREAM, PREFIX_TEXT_STREAM = 21, 22
 
 def prefix_text(group: int, length: int, seed: int, salt: Optional[int]) -> str:
     """Group ``group``'s prefix: exactly ``length`` words."""
-    head = index_words(group, 3) + (index_words(salt & 0xFFFFFF, 4) if salt is not None else [])
+    head = index_words(group, 3) + (salt_words(salt) if salt is not None else [])
     picks = np.random.default_rng([PREFIX_TEXT_STREAM, seed & 0xFFFFFFFF, group]).integers(
         0, len(WORDS), size=length)
     body = [WORDS[int(k)] for k in picks[len(head):]]

@@ -98,6 +98,11 @@ def index_words(i: int, width: int = 3) -> list[str]:
     return digits[::-1]
 
 
+def salt_words(salt: int) -> list[str]:
+    """The run nonce as the four words every salted prompt carries."""
+    return index_words(salt & 0xFFFFFF, 4)
+
+
 def synthetic_prompts(lengths: Sequence[int], seed: int, salt: Optional[int] = None) -> list[str]:
     """One prompt of exactly ``lengths[i]`` words per request, each starting with its index.
 
@@ -108,12 +113,12 @@ def synthetic_prompts(lengths: Sequence[int], seed: int, salt: Optional[int] = N
     picks = _rng(seed, TEXT_STREAM).integers(0, len(WORDS), size=total)
     vocab = np.asarray(WORDS, dtype=object)
     width = max(3, len(index_words(max(len(lengths) - 1, 0), 1)))
-    salt_words = index_words(salt & 0xFFFFFF, 4) if salt is not None else []
+    nonce = salt_words(salt) if salt is not None else []
     out: list[str] = []
     pos = 0
     for i, n in enumerate(lengths):
         n = int(n)
-        head = (index_words(i, width) + salt_words)[:n]
+        head = (index_words(i, width) + nonce)[:n]
         body = vocab[picks[pos + len(head):pos + n]].tolist()
         pos += n
         out.append(" ".join(head + body))
@@ -278,16 +283,23 @@ def sample_order(m: int, n: int, seed: int) -> np.ndarray:
     return order[:n]
 
 
-def _dataset_items(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Optional[Dataset]) -> list[WorkItem]:
+def _dataset_items(spec: ScenarioSpec, n: int, tokenizer: Any, dataset: Optional[Dataset],
+                   salt: Optional[int] = None) -> list[WorkItem]:
+    """Dataset prompts in the spec's seeded order, each led by the run nonce's four words
+    (``salt``): one prefix for the whole run, so the dataset's own shared prefixes and
+    repeats within the run stay as they are while a repeat of the run finds nothing of it
+    cached. A dataset's own prompt length gains the four words."""
     ds = dataset or load_dataset(str(spec.dataset), spec.workload)
     hi = spec.max_len if spec.max_len is not None else math.inf
+    lead = salt_words(salt) if salt is not None else []
     items = []
     for k in sample_order(len(ds.entries), n, spec.seed):
         e = ds.entries[int(k)]
-        ptok = e.prompt_len
+        prompt = " ".join([*lead, e.prompt]) if lead else e.prompt
+        ptok = e.prompt_len + len(lead) if e.prompt_len is not None else None
         if ptok is None and tokenizer is not None:
-            ptok = count_tokens(tokenizer, e.prompt)
-        items.append(WorkItem(e.prompt, ptok, int(min(max(e.output_len, spec.min_len), hi)), e.images))
+            ptok = count_tokens(tokenizer, prompt)
+        items.append(WorkItem(prompt, ptok, int(min(max(e.output_len, spec.min_len), hi)), e.images))
     if spec.api != "chat" and any(item.images for item in items):
         raise WorkloadError(f"dataset file {ds.path!r} has images: they need api='chat'")
     return items
@@ -300,7 +312,8 @@ def build_workload(
     """The payloads of the first ``n`` requests of ``spec`` (deterministic in the seed and salt).
 
     ``dataset`` lets a caller pass an already loaded file (the loader reads it once);
-    ``salt`` varies the first words of synthetic prompts only (see :func:`synthetic_prompts`).
+    ``salt`` (the run nonce) varies the first words of every prompt: a synthetic prompt's
+    after its index (:func:`synthetic_prompts`), a dataset prompt's before it.
     """
     if n <= 0:
         return []
@@ -310,7 +323,7 @@ def build_workload(
         more = synthetic_images(spec.images_per_request, spec.image_size, n, spec.seed)
         return [item._replace(images=item.images + m) for item, m in zip(text, more)]
     if spec.workload != "synthetic":
-        return _dataset_items(spec, n, tokenizer, dataset)
+        return _dataset_items(spec, n, tokenizer, dataset, salt)
     common = dict(range_ratio=spec.range_ratio, cv=spec.length_cv, min_len=spec.min_len, max_len=spec.max_len)
     isl = sample_lengths(spec.isl, n, spec.isl_dist, rng=_rng(spec.seed, ISL_STREAM), **common)
     osl = sample_lengths(spec.osl, n, spec.osl_dist, rng=_rng(spec.seed, OSL_STREAM), **common)
