@@ -35,7 +35,7 @@ def test_retries_are_counted_in_the_run_and_are_not_failures():
     class Flaky:
         async def send(self, p: RequestPlan) -> RawExchange:
             now = time.perf_counter()
-            ex = RawExchange(p, now, now + 0.001, 200, [(now + 0.001, b'data: {"choices":[{"text":"a"}]}\n\n')])
+            ex = RawExchange(p, now, now + 0.001, 200, [(now + 0.001, b'data: {"choices":[{"text":"a"}]}\n\ndata: [DONE]\n\n')])
             ex.retries = 1 if p.index % 2 else 0
             return ex
 
