@@ -7,7 +7,8 @@ import pytest
 from pytest_goodput.judge.sequential.ab import round_order
 from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.run import ab as run_ab_module
-from pytest_goodput.run.ab import run_ab
+from pytest_goodput.run.ab import measure_ab, run_ab
+from pytest_goodput.schema.ab_options import split_ab_args
 from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
@@ -16,7 +17,7 @@ from pytest_goodput.schema.runs.results import (
     Throughput,
     Window,
 )
-from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
 
 SPEC = ScenarioSpec(scenario="offline", requests=10, seed=5)  # gates output throughput only
 THR = "throughput.output_tokens_per_s"
@@ -81,6 +82,19 @@ def test_each_job_draws_its_own_order_seed_and_a_given_seed_replays_it() -> None
                     min_rounds=3, seed=runs[0].seed)
     assert replay.seed == runs[0].seed
     assert [r.order for r in replay.rounds] == [r.order for r in runs[0].rounds]
+
+
+def test_the_markers_order_seed_replays_a_job_in_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, options = split_ab_args({"scenario": "concurrency", "ab_order_seed": 11}, "test_x")
+    assert options.ab_order_seed == 11
+    with pytest.raises(SpecError, match="ab_order_seed"):
+        split_ab_args({"ab_order_seed": -1}, "test_x")
+    fake = Fake({"base": [600.0, 601.0, 599.0], "head": [600.5, 600.0, 600.0]})
+    real = run_ab_module.run_ab
+    monkeypatch.setattr(run_ab_module, "run_ab", lambda *a, **kw: real(*a, **kw, run=fake))
+    measured = measure_ab(SPEC, "base", "head", min_rounds=3, order_seed=options.ab_order_seed)  # type: ignore[arg-type]
+    assert measured.result.seed == 11
+    assert [r.order for r in measured.result.rounds] == [round_order(11, r) for r in (1, 2, 3)]
 
 
 def test_an_invalid_run_is_run_once_more_and_a_twice_invalid_round_is_dropped() -> None:
