@@ -9,6 +9,8 @@ import pytest
 
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.records.record import itl_ms, to_record
+from pytest_goodput.measure.run_records import records_of, response_notes
+from pytest_goodput.schema.scenario.spec import build_spec
 
 T0 = 100.0  # sent_at; all other times are T0 + milliseconds / 1000
 
@@ -383,9 +385,6 @@ def test_a_whitespace_reasoning_chunk_starts_neither_ttft_nor_ttfo() -> None:
 
 
 def test_one_disagreeing_usage_puts_the_whole_run_on_the_stream_count_and_in_its_notes() -> None:
-    from pytest_goodput.measure.run_records import records_of, response_notes
-    from pytest_goodput.schema.scenario.spec import build_spec
-
     honest = stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(3)))
     lying = stream((10, cmpl("a")), (20, cmpl("b")), (30, cmpl("c")), (31, usage(12)))
     exs = [exchange(honest), exchange(lying)]

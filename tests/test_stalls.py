@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from pytest_goodput.load.selfcheck.health import LoopLagMonitor, judge
-from pytest_goodput.load.selfcheck.stalls import Stalls, read_bounds, request_delays
+from pytest_goodput.load.selfcheck.stalls import Stalls, first_content_at, read_bounds, request_delays
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import judge_loop_lag
 from pytest_goodput.measure.stall_rule import delayed_count, stall_reason, too_many
@@ -145,3 +145,12 @@ def test_the_monitor_keeps_a_window_for_a_wake_up_later_than_3ms():
         await m.stop()
     asyncio.run(blocked())
     assert any(e - s >= 0.045 for s, e in m.stalls), m.stalls
+
+
+def test_the_ttft_bound_counts_to_the_first_chunk_with_visible_text() -> None:
+    ex = exchange(0, 0.0, [0.010, 0.091, 0.101])
+    ex.reads[0] = (0.010, chunk(" "))  # a whitespace flush: TTFT counts to the read at 91 ms
+    assert first_content_at(ex) == 0.091
+    blank = exchange(1, 0.0, [0.010, 0.020])
+    blank.reads[:2] = [(0.010, chunk(" ")), (0.020, chunk("\n"))]
+    assert first_content_at(blank) == 0.010  # whitespace only: its first chunk

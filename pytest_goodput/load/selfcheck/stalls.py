@@ -35,18 +35,21 @@ READ_SLACK_S = 0.005
 
 
 def first_content_at(ex: RawExchange) -> float | None:
-    """When the client read the first content chunk (a body without SSE events: its end).
+    """When the client read the first output chunk, the one TTFT counts to: the first content
+    chunk with visible text (a stream of whitespace only: its first chunk; a body without SSE
+    events: its end).
 
     Parses a prefix of the reads that doubles until it holds content: a stream's first
     content is in its first reads, so the cost does not grow with the stream's length."""
     reads = ex.reads
     n = 1
     while reads:
-        times = parse_stream(reads[:n]).times
-        if times:
-            return times[0]
+        parsed = parse_stream(reads[:n])
+        visible = next((t for t, text in zip(parsed.times, parsed.texts) if text.strip()), None)
+        if visible is not None:
+            return visible
         if n >= len(reads):
-            break
+            return parsed.times[0] if parsed.times else ex.end_at
         n *= 2
     return ex.end_at
 
