@@ -399,3 +399,12 @@ def test_one_disagreeing_usage_puts_the_whole_run_on_the_stream_count_and_in_its
                            "(usage.completion_tokens 12 is more than the stream could hold")
     assert note.endswith("every request's output tokens are counted from the stream (content chunks), "
                          "not from usage")
+
+
+def test_a_non_streamed_body_is_held_to_what_its_text_could_hold_too() -> None:
+    body = {"id": "cmpl-9", "choices": [{"index": 0, "text": "hi", "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 2, "completion_tokens": 16}}
+    r = to_record(exchange([(at(200), json.dumps(body).encode())], end=at(201)), stream=False, api="completions")
+    # "hi": 2 bytes, at most 3 tokens; the fallback is ~4 characters per token
+    assert r.ok and (r.output_tokens, r.token_count_source) == (1, "chunks")
+    assert "usage.completion_tokens 16 is more than the stream could hold" in r.usage_disagreement

@@ -106,7 +106,7 @@ def _count_tokens(
     if usage.get("completion_tokens") is not None and parsed.times:
         n, problem = usage_problem(usage["completion_tokens"], requested, len(parsed.times))
         if n is not None:
-            disagrees = usage_disagreement(n, parsed, visible, tokenizer) if stream else None
+            disagrees = usage_disagreement(n, parsed, visible, tokenizer)
             if disagrees is None and trust_usage:
                 return n, "usage", True, None, None
     if tokenizer is not None:
