@@ -74,6 +74,10 @@ def test_a_whitespace_flush_before_a_stall_reads_as_the_ttft_regression_it_is(tm
     load = [*LOAD[:5], "16", *LOAD[6:]]
     code, base = run(tmp_path, "base", load)
     assert code == 0
+    # the honest engine: believed, no blank chunk, nothing noted
+    assert {(r["output_tokens"], r["token_count_source"], r["usage_disagreement"], r["leading_blank_chunks"])
+            for r in base["requests"]} == {(32, "usage", None, 0)}
+    assert not any("usage disagreed" in n or "whitespace-only" in n for n in base["client"]["notes"])
     # " " flushed at once, the real first token 100 ms later than the baseline's
     code, head = run(tmp_path, "head", load, blank_first=" ", ttft_ms=140.0)
     assert code == 0 and all(r["leading_blank_chunks"] == 1 for r in head["requests"])
