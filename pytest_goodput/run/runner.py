@@ -17,6 +17,7 @@ from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.run.capacity import search
+from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
@@ -95,15 +96,12 @@ class Tracker:
 
 
 def valid_once(name: str, notes: list[str], run: Callable[[], RunResult]) -> RunResult:
-    """``run()``, and once more if the client set its pace (a hiccup on a shared machine
-    must not stop a capacity search or leave a sweep point unjudgeable); ``notes`` says so.
-    A second invalid run is kept: its test is then invalid, with the reasons."""
-    result = run()
-    if result.client.valid:
-        return result
-    reasons = "; ".join(result.client.reasons) or "client health check failed"
-    notes.append(f"{name} re-measured once: the client set the pace of the first run ({reasons})")
-    return run()
+    """``run()`` under the one re-measure rule (``remeasure.py``): once more if the client set
+    its pace (a hiccup must not stop a capacity search or leave a sweep point unjudgeable);
+    ``notes`` says so. A second invalid run is kept: its test is then invalid, with the reasons."""
+    def again(reasons: list[str]) -> None:
+        notes.append(f"{name} re-measured once: the client set the pace of the first run ({'; '.join(reasons)})")
+    return until_valid(run, lambda r: paced_by_client([r]), again)
 
 
 def point_spec(spec: ScenarioSpec, value: float) -> ScenarioSpec:
