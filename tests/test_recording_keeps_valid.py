@@ -18,7 +18,7 @@ import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
 from pytest_goodput.plugin import harness as harness_mod
-from pytest_goodput.run.launches import Launches, refusal, valid_session
+from pytest_goodput.run.launches import Launches, recording_note, refusal, valid_session
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.scenario.spec import build_spec
 
@@ -122,3 +122,24 @@ def test_an_engine_not_started_here_is_never_replaced() -> None:
     launches = Launches()
     m = valid_session(lambda: _m(False), None, launches, 1)
     assert launches.left == 2 and "replaces launch" not in m.provenance
+
+
+def test_the_recording_note_counts_valid_sessions_and_names_what_each_took() -> None:
+    sessions = [_m(True), _m(True), _m(True), _m(False), _m(True)]
+    sessions[1].provenance["re-measured"] = STALL
+    sessions[2].provenance["replaces launch"] = "session 3's launch, ..."
+    sessions[3].provenance["re-measured"] = STALL
+    assert recording_note(sessions) == (
+        "recording kept what is valid: 4 of 5 sessions valid; re-measured on their launch (the client set "
+        "the pace): session 2, session 4; launch replaced (the client set the pace on it twice), earlier "
+        "sessions kept: session 3")
+    assert recording_note([_m(True), _m(True)]) is None  # nothing taken, nothing said
+
+
+def test_an_interrupted_run_says_how_far_it_got() -> None:
+    from pytest_goodput.schema.runs.results import Interrupted
+
+    assert Interrupted(reason="interrupted (Ctrl-C)", planned=200, done=81, unfinished=119).describe() == \
+        "interrupted (Ctrl-C): 81 of 200 requests done, 119 unfinished"
+    assert Interrupted(reason="interrupted (Ctrl-C)", planned=0, done=7, unfinished=None).describe() == \
+        "interrupted (Ctrl-C): 7 requests done"

@@ -13,13 +13,15 @@ exchanges are parsed into records after it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from datetime import datetime, timezone
 from typing import Any, Optional
 
 from pytest_goodput.load.selfcheck.capture import begin as begin_capture
 from pytest_goodput.load.selfcheck.capture import finish as finish_capture
-from pytest_goodput.load.coordinator import run_plan
+from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.coordinator import RunOutput, run_plan
 from pytest_goodput.load.selfcheck.departures import judge_departures
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
@@ -32,7 +34,7 @@ from pytest_goodput.measure.records.retime import think_time_note
 from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
 from pytest_goodput.measure.sketched import summarize_part
 from pytest_goodput.measure.slices import run_slices
-from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.results import Interrupted, ReceiveTimestamps, RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -70,11 +72,25 @@ def run_scenario(
     try:
         out = run_plan(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                        progress=progress, dataset=dataset, salt=salt)
+    except RunInterrupted as exc:  # Ctrl-C: what the run finished, summarized and marked
+        if capture is not None:
+            capture.stop()
+        out = exc.partial if exc.partial.stopped is not None else dataclasses.replace(
+            exc.partial, stopped="interrupted (Ctrl-C) as its last request ended")
+        partial = _summarized(spec, out, finish_capture(None, "the run was interrupted", []),
+                              tokenizer, dataset, started)
+        raise RunInterrupted(partial) from None
     except BaseException:
         if capture is not None:
             capture.stop()
         raise
-    stamps = finish_capture(capture, why_not, out.exchanges)
+    return _summarized(spec, out, finish_capture(capture, why_not, out.exchanges), tokenizer, dataset, started)
+
+
+def _summarized(spec: ScenarioSpec, out: RunOutput, stamps: ReceiveTimestamps, tokenizer: Any,
+                dataset: Any, started: str) -> RunResult:
+    """The run's records and metrics, its client's verdict, its prompt set; a run that
+    stopped before its end (``out.stopped``) is marked interrupted, with how far it got."""
     records = [
         to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
                   min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None)
@@ -100,4 +116,8 @@ def run_scenario(
     note = think_time_note(stamps) if spec.scenario == "concurrency" else None
     if note:
         update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, note]})
+    if out.stopped is not None:
+        done = len(out.exchanges)
+        update["interrupted"] = Interrupted(reason=out.stopped, planned=out.planned, done=done,
+                                            unfinished=max(out.planned - done, 0) if out.planned else None)
     return result.model_copy(update=update)

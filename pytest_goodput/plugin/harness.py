@@ -13,6 +13,7 @@ from typing import Any, Optional, TextIO
 import pytest
 
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.selfcheck.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
@@ -20,6 +21,7 @@ from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.report.text.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
 from pytest_goodput.run.ab_gate import ABMeasured
+from pytest_goodput.run.interrupted import interrupted_outcome
 from pytest_goodput.run.launches import recording_note, valid_session
 from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.runner import measure
@@ -83,6 +85,10 @@ class GoodputHarness:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
         except CaptureError as exc:  # capture=on where this engine cannot be captured
             refused = str(exc)
+        except RunInterrupted as exc:  # Ctrl-C: the session reports the partial runs, then stops
+            self._session.outcomes.append(interrupted_outcome(self._nodeid, exc.partial, self.notes))
+            self._session.measurements[self._nodeid] = exc.partial
+            raise KeyboardInterrupt() from None  # pytest stops as on any Ctrl-C
         else:
             self.engine = eng
             return m

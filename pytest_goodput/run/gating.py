@@ -64,7 +64,8 @@ def gate(
     same baseline, when gating the earlier engine launches of the PR (``planned`` > 1: the
     PR is measured over up to that many launches, judged look by look,
     ``judge/sequential/head_launches.py``). Every session's runs are judged against the SLOs; in update
-    mode all of them are recorded, or none (only passing runs become baselines).
+    mode all of them are recorded, or none (only passing runs become baselines); a session the
+    client paced was already re-measured or replaced (``run/launches.py``).
     """
     spec = m.spec
     env = collect(model=engine.model or "?", spec_hash=spec.identity_hash(), hardware=hardware,

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
+from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import with_trace_digest
@@ -68,6 +69,7 @@ class Tracker:
         self._base = 0  # requests finished by completed runs
         self._started = 0
         self._per_run = 0  # the latest run's own total (0: not known)
+        self.finished: list[RunResult] = []  # every run made so far, in order
 
     def total(self, current_total: int) -> int:
         """Every planned run's requests: the finished ones' counts plus this and later runs'."""
@@ -90,9 +92,13 @@ class Tracker:
                 self._progress(self._base + done, self.total(total or self._per_run))
 
         try:
-            return fn(part if self._progress is not None or self._stage is not None else None)
+            result = fn(part if self._progress is not None or self._stage is not None else None)
+        except RunInterrupted as exc:  # the runs before it are evidence too
+            raise RunInterrupted([*self.finished, exc.partial]) from None
         finally:
             self._base += last[0]
+        self.finished.append(result)
+        return result
 
 
 def valid_once(name: str, notes: list[str], run: Callable[[], RunResult]) -> RunResult:
@@ -121,8 +127,19 @@ def measure(
 
     ``progress(done, total)`` counts requests over the whole measurement (total 0: unknown);
     ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
+    Ctrl-C raises ``RunInterrupted`` with a ``Measurement`` of the runs made so far, the last
+    one partial (marked ``interrupted``).
     """
     spec = with_trace_digest(spec)
+    try:
+        return _measure(spec, engine, progress, stage)
+    except RunInterrupted as exc:  # Ctrl-C: the runs made so far, the last one partial
+        runs = exc.partial if isinstance(exc.partial, list) else []
+        raise RunInterrupted(Measurement(spec=spec, runs=runs)) from None
+
+
+def _measure(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn],
+             stage: Optional[StageFn]) -> Measurement:
     if spec.scenario == "sweep":
         return sweep(spec, engine, progress, stage)
     if spec.scenario == "capacity":

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn, Protocol
 
 if TYPE_CHECKING:  # the worker module loads the streaming client; collection must not
     from pytest_goodput.load.worker import Init, Message
+    from pytest_goodput.measure.records.exchange import RawExchange
 
 #: A worker must start, open its client and pre-open connections within this many seconds
 #: (and a blocking call on a worker answer within as long).
@@ -52,3 +53,7 @@ class Pool(Protocol):
 
     async def close(self, ok: bool) -> None:
         """Stop the workers (``ok``: the run ended well; a pool may keep them for the next)."""
+
+    def partial(self) -> list[RawExchange]:
+        """After a run was interrupted and the pool closed: the exchanges its workers had
+        finished in the phase under way (empty where they cannot be reached any more)."""
