@@ -20,7 +20,18 @@ from typing import Iterator
 import httpx
 import pytest
 
+# pytester's in-process runs drop modules first imported inside them; C extensions such as
+# numpy cannot be loaded twice, so everything the plugin imports lazily is imported here.
+import pytest_goodput.load.coordinator  # noqa: F401
+import pytest_goodput.plugin.session  # noqa: F401
+import pytest_goodput.report.files  # noqa: F401
+import pytest_goodput.run.gating  # noqa: F401
 from pytest_goodput.engines.engine import Engine, simulator
+from pytest_goodput.load.pools import RunStopped
+from pytest_goodput.plugin import harness as harness_mod
+from pytest_goodput.schema.runs.results import Interrupted
+
+pytest_plugins = ["pytester"]
 
 LOAD = ["--scenario", "server", "--rate", "20", "--requests", "200", "--warmup", "0", "--isl", "16", "--osl", "8"]
 
@@ -85,3 +96,33 @@ def test_ctrl_c_mid_recording_reports_the_partial_run_and_writes_no_baseline(sim
     assert test["outcome"]["error"] == f"{said}: a partial result, not judged, no baseline written"
     assert said in proc.stdout and said in (tmp_path / "r.md").read_text()
     assert not (tmp_path / ".goodput").exists()  # no baseline, no history
+
+
+def test_a_run_stopped_by_a_worker_out_of_time_fails_its_test_with_the_partial_run(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load engine's stop (``RunStopped``, tested in tests/test_event_loop_sigint.py) as the
+    plugin meets it: planted on a real measurement, whose last run is marked as the stop left it."""
+    real = harness_mod.measure
+    why = "stopped: load generator worker 1 of 1 (in this process) did not finish within 31 s"
+
+    def stopped(spec, engine, progress=None, stage=None):  # type: ignore[no-untyped-def]
+        m = real(spec, engine, progress=progress, stage=stage)
+        done = len(m.runs[-1].requests)
+        m.runs[-1] = m.runs[-1].model_copy(update={"interrupted": Interrupted(
+            reason=why, planned=done + 4, done=done, unfinished=4)})
+        raise RunStopped(why, m)
+    monkeypatch.setattr(harness_mod, "measure", stopped)
+    pytester.makepyfile(test_slow="""
+import pytest
+
+@pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=6, warmup_requests=0, isl=16, osl=4)
+def test_slow():
+    pass
+""")
+    res = pytester.runpytest("--goodput-update-baseline", "--goodput-sessions=1", "--goodput-json=out.json")
+    res.assert_outcomes(failed=1)
+    said = f"{why}: 6 of 10 requests done, 4 unfinished"
+    res.stdout.fnmatch_lines([f"*pytest-goodput: {said}: a partial result, not judged, no baseline written*"])
+    test = json.loads((pytester.path / "out.json").read_text())["tests"][0]
+    assert test["outcome"]["interrupted"] == said and test["runs"][0]["interrupted"]["done"] == 6
+    assert not (pytester.path / ".goodput/baselines").exists()

@@ -17,9 +17,11 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
+from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.plugin import harness as harness_mod
 from pytest_goodput.run.launches import Launches, recording_note, refusal, valid_session
 from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.results import ClientHealth, Interrupted
 from pytest_goodput.schema.scenario.spec import build_spec
 
 pytest_plugins = ["pytester"]
@@ -98,9 +100,6 @@ def test_a_launch_whose_session_stays_paced_is_replaced_and_the_earlier_launches
 
 
 def _m(valid: bool) -> Measurement:
-    from pytest_goodput.measure.metrics import summarize
-    from pytest_goodput.schema.runs.results import ClientHealth
-
     spec = build_spec({"scenario": "offline", "requests": 1})
     health = ClientHealth(valid=valid, reasons=[] if valid else [STALL], cpu_utilization=0.1)
     return Measurement(spec=spec, runs=[summarize([], spec, health)])
@@ -137,8 +136,6 @@ def test_the_recording_note_counts_valid_sessions_and_names_what_each_took() -> 
 
 
 def test_an_interrupted_run_says_how_far_it_got() -> None:
-    from pytest_goodput.schema.runs.results import Interrupted
-
     assert Interrupted(reason="interrupted (Ctrl-C)", planned=200, done=81, unfinished=119).describe() == \
         "interrupted (Ctrl-C): 81 of 200 requests done, 119 unfinished"
     assert Interrupted(reason="interrupted (Ctrl-C)", planned=0, done=7, unfinished=None).describe() == \

@@ -12,6 +12,7 @@ from pytest_goodput.cli.cpus import add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck import capture
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
@@ -209,12 +210,14 @@ def cmd_run(ns: argparse.Namespace) -> int:
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout), cpus=engine_cpus)
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log
+    stopped: Optional[BaseException] = None
     try:
         with placed_client(client_cpus):
             m = measure(spec, engine)
         code = run_exit_code(m.runs)
-    except RunInterrupted as exc:  # Ctrl-C: the runs so far are written, marked, not judged
-        m, code = exc.partial, EXIT_INTERRUPTED
+    except (RunInterrupted, RunStopped) as exc:  # the runs so far are written, marked, not judged
+        m, code = exc.partial, EXIT_INTERRUPTED if isinstance(exc, RunInterrupted) else EXIT_FAIL
+        stopped = exc
     finally:
         if on_ray:
             ray_runtime.shutdown()
@@ -227,8 +230,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
         body = m.result.model_dump_json(indent=1) if len(m.runs) == 1 else (
             "[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
         write_atomic(Path(ns.json), body + "\n")
-    if code == EXIT_INTERRUPTED:
-        print("interrupted: partial result" + (f" written to {ns.json}" if ns.json else ""), file=sys.stderr)
+    if stopped is not None:
+        what = "interrupted" if isinstance(stopped, RunInterrupted) else f"error: {stopped}"
+        print(f"{what}: partial result" + (f" written to {ns.json}" if ns.json else ""), file=sys.stderr)
     return code
 
 

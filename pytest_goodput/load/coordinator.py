@@ -20,7 +20,7 @@ from pytest_goodput.load.client.http import check_reachable
 from pytest_goodput.load.selfcheck.health import WorkersCheck, WorkerStats
 from pytest_goodput.load.sending.loops import ProgressFn, Sender
 from pytest_goodput.load.plan import Plan, plan_run, worker_count
-from pytest_goodput.load.pools import START_TIMEOUT_S, Pool
+from pytest_goodput.load.pools import START_TIMEOUT_S, Pool, RunStopped, ShardError
 from pytest_goodput.load.pools.inprocess import InProcessPool
 from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.pools.ray.pool import RayPool
@@ -128,12 +128,14 @@ async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[Prog
     """Execute ``plan`` over ``pool``; ``init`` is what every worker opens its client with.
 
     ``keep_partial``: cancelled (Ctrl-C), return what the run had finished, marked stopped,
-    instead of raising (``event_loop.run`` raises it as ``RunInterrupted``)."""
+    instead of raising (``event_loop.run`` raises it as ``RunInterrupted``); a worker that
+    crashed, hung or ran out of time raises ``RunStopped`` with it instead of a bare ``ShardError``."""
     spec = init.spec
     sketch = sketch_plan(spec, plan.total)  # None: every record shipped (the exact path)
     run_ = _Phases(pool, plan, progress)
     ok = False
     stopped: Optional[str] = None
+    shard: Optional[ShardError] = None
     notes: list[str] = []
     try:
         await pool.start(_inits(plan, init, sketch))
@@ -152,13 +154,14 @@ async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[Prog
             progress(run_.base, plan.total or run_.base)
         notes = pool.notes()
         ok = True
-    except asyncio.CancelledError:
-        if not keep_partial:
+    except (asyncio.CancelledError, ShardError) as exc:
+        if not keep_partial or isinstance(exc, RunStopped):
             raise
         await pool.close(False)  # the workers stop, each saying what its phase had finished
         run_.exchanges += pool.partial()
-        stopped = "interrupted (Ctrl-C)" + ("" if isinstance(pool, InProcessPool) else
-                                            ": the workers' requests of the phase under way are not kept")
+        shard = exc if isinstance(exc, ShardError) else None
+        stopped = ("interrupted (Ctrl-C)" if shard is None else f"stopped: {shard}") + (
+            "" if isinstance(pool, InProcessPool) else ": the workers' requests of the phase under way are not kept")
     finally:
         await pool.close(ok)
     check = WorkersCheck(plan.open_loop, plan.mean_gap_s, run_.stats, notes)
@@ -166,8 +169,11 @@ async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[Prog
     if sketch is not None and run_.part is not None and stopped is None:
         info = sketch.info(threshold(spec), sum(not ex.plan.warmup for ex in run_.exchanges))
         sketched = Sketched(run_.part, info, planned_requests(plan, spec))
-    return RunOutput(sorted(run_.exchanges, key=lambda ex: ex.plan.index), check, plan.load, sketched,
-                     stopped, plan.total)
+    out = RunOutput(sorted(run_.exchanges, key=lambda ex: ex.plan.index), check, plan.load, sketched,
+                    stopped, plan.total)
+    if shard is not None:  # a hung or late worker: the run so far, raised as its stop
+        raise RunStopped(str(shard), out) from None
+    return out
 
 
 def _cancel_swallowed() -> bool:
@@ -203,8 +209,9 @@ def run_plan(
     """Run ``spec`` against ``base_url``: planned, then coordinated over its pool.
 
     Raises ``ConnectionError`` when the server does not answer within a few seconds,
-    :class:`ShardError` when a worker crashes, hangs or fails, and on Ctrl-C ``RunInterrupted``
-    with the ``RunOutput`` finished so far (``stopped`` says why).
+    ``RunStopped`` (a :class:`ShardError`) when a worker crashes, hangs or runs out of time and
+    on Ctrl-C ``RunInterrupted``, both with the ``RunOutput`` finished so far (``stopped``
+    says why).
     """
     async def planned_and_run() -> RunOutput:  # one loop from the first check on: Ctrl-C unwinds it
         await check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s))

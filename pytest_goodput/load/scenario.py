@@ -22,6 +22,7 @@ from pytest_goodput.load.selfcheck.capture import begin as begin_capture
 from pytest_goodput.load.selfcheck.capture import finish as finish_capture
 from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.coordinator import RunOutput, run_plan
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck.departures import judge_departures
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
@@ -58,8 +59,9 @@ def run_scenario(
     generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
     a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
     hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
-    worker processes, ``backend="ray"`` over Ray actors (``coordinator.py``; ``ShardError``
-    when a worker crashes or hangs).
+    worker processes, ``backend="ray"`` over Ray actors (``coordinator.py``; ``RunStopped``
+    when a worker crashes or hangs, ``RunInterrupted`` on Ctrl-C: both with the run so far,
+    summarized and marked ``interrupted``).
     """
     dataset: Any = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
     if spec.scenario == "trace":
@@ -72,14 +74,14 @@ def run_scenario(
     try:
         out = run_plan(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                        progress=progress, dataset=dataset, salt=salt)
-    except RunInterrupted as exc:  # Ctrl-C: what the run finished, summarized and marked
+    except (RunInterrupted, RunStopped) as exc:  # what the run finished, summarized and marked
         if capture is not None:
             capture.stop()
         out = exc.partial if exc.partial.stopped is not None else dataclasses.replace(
             exc.partial, stopped="interrupted (Ctrl-C) as its last request ended")
         partial = _summarized(spec, out, finish_capture(None, "the run was interrupted", []),
                               tokenizer, dataset, started)
-        raise RunInterrupted(partial) from None
+        raise exc.again(partial) from None
     except BaseException:
         if capture is not None:
             capture.stop()

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
@@ -85,10 +86,13 @@ class GoodputHarness:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
         except CaptureError as exc:  # capture=on where this engine cannot be captured
             refused = str(exc)
-        except RunInterrupted as exc:  # Ctrl-C: the session reports the partial runs, then stops
-            self._session.outcomes.append(interrupted_outcome(self._nodeid, exc.partial, self.notes))
+        except (RunInterrupted, RunStopped) as exc:  # the session reports the partial runs
+            outcome = interrupted_outcome(self._nodeid, exc.partial, self.notes)
+            self._session.outcomes.append(outcome)
             self._session.measurements[self._nodeid] = exc.partial
-            raise KeyboardInterrupt() from None  # pytest stops as on any Ctrl-C
+            if isinstance(exc, RunInterrupted):
+                raise KeyboardInterrupt() from None  # pytest stops as on any Ctrl-C
+            refused = outcome.error or str(exc)
         else:
             self.engine = eng
             return m

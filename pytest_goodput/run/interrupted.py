@@ -1,7 +1,8 @@
 """A test whose run was interrupted: its partial evidence as the test's outcome.
 
-Ctrl-C mid-run raises ``RunInterrupted`` with the runs made so far, the last one partial
-(``load/client/event_loop.py``). The test is reported with them, marked interrupted, and never
+Ctrl-C mid-run raises ``RunInterrupted`` (``load/client/event_loop.py``), a load worker that
+crashed, hung or ran out of time ``RunStopped`` (``load/pools``), each with the runs made so
+far, the last one partial. The test is reported with them, marked interrupted, and never
 judged nor recorded: a partial run is no sample of the engine (``docs/decisions.md``, "An
 interrupted run leaves its evidence").
 """

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
 from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import with_trace_digest
@@ -93,8 +94,8 @@ class Tracker:
 
         try:
             result = fn(part if self._progress is not None or self._stage is not None else None)
-        except RunInterrupted as exc:  # the runs before it are evidence too
-            raise RunInterrupted([*self.finished, exc.partial]) from None
+        except (RunInterrupted, RunStopped) as exc:  # the runs before it are evidence too
+            raise exc.again([*self.finished, exc.partial]) from None
         finally:
             self._base += last[0]
         self.finished.append(result)
@@ -127,15 +128,15 @@ def measure(
 
     ``progress(done, total)`` counts requests over the whole measurement (total 0: unknown);
     ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
-    Ctrl-C raises ``RunInterrupted`` with a ``Measurement`` of the runs made so far, the last
-    one partial (marked ``interrupted``).
+    Ctrl-C raises ``RunInterrupted``, a worker that crashed or hung ``RunStopped``, with a
+    ``Measurement`` of the runs made so far, the last one partial (marked ``interrupted``).
     """
     spec = with_trace_digest(spec)
     try:
         return _measure(spec, engine, progress, stage)
-    except RunInterrupted as exc:  # Ctrl-C: the runs made so far, the last one partial
+    except (RunInterrupted, RunStopped) as exc:  # the runs made so far, the last one partial
         runs = exc.partial if isinstance(exc.partial, list) else []
-        raise RunInterrupted(Measurement(spec=spec, runs=runs)) from None
+        raise exc.again(Measurement(spec=spec, runs=runs)) from None
 
 
 def _measure(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn],

@@ -60,6 +60,10 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__()
         self.partial = partial
 
+    def again(self, partial: Any) -> "RunInterrupted":
+        """The same interruption, carrying ``partial`` instead."""
+        return RunInterrupted(partial)
+
 
 def run(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` to completion on a fresh :func:`new_event_loop` loop, then close it.

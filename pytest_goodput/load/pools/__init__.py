@@ -8,7 +8,7 @@ coordinator's. Each pool is imported only by the coordinator and none imports an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:  # the worker module loads the streaming client; collection must not
     from pytest_goodput.load.worker import Init, Message
@@ -23,6 +23,20 @@ STDERR_TAIL = 2000
 
 class ShardError(RuntimeError):
     """A load worker crashed, hung or failed; the message names it (and its stderr tail)."""
+
+
+class RunStopped(ShardError):
+    """A worker crashed, hung or ran out of time mid-run and the run kept what it had finished:
+    ``partial``, re-raised by each layer with its own view of the run so far, as Ctrl-C's
+    ``RunInterrupted`` is (``load/client/event_loop.py``)."""
+
+    def __init__(self, message: str, partial: Any) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+    def again(self, partial: Any) -> "RunStopped":
+        """The same stop, carrying ``partial`` instead."""
+        return RunStopped(str(self), partial)
 
 
 class Pool(Protocol):

@@ -266,7 +266,8 @@ class Interrupted(_Model):
     """Why a run stopped before its end, and how far it got: its result is partial evidence,
     reported and never judged nor stored as a baseline (``docs/metrics.md``, "Interrupted runs")."""
 
-    reason: str = Field(description="what stopped the run: interrupted (Ctrl-C), ...")
+    reason: str = Field(description="what stopped the run: 'interrupted (Ctrl-C)', or 'stopped: ' and a "
+                        "load worker's failure (crashed, hung, out of time)")
     planned: int = Field(description="requests the run planned, warm-up included (0: not known in advance)")
     done: int = Field(description="requests finished before it stopped (ok or failed), warm-up included")
     unfinished: Optional[int] = Field(description="planned - done: never sent or still in flight "
