@@ -113,7 +113,8 @@ def test_a_recording_out_of_extra_launches_is_refused_naming_the_valid_sessions_
     assert relaunched == [3, 3] and launches.left == 0 and launches.replaced == ["t::t session 3"] * 2
     message = refusal("t::t", sessions)
     assert message.startswith("t::t: baseline not recorded: 4 of 5 sessions valid; the client set the pace "
-                              "of session 3 even re-measured on its launch and after up to 2 replacement launches")
+                              "of session 3 even re-measured on its launch and on up to 2 replacement launches "
+                              "(of an engine started here)")
     assert STALL in message and "--goodput-client-cpus" in message
 
 

@@ -75,7 +75,7 @@ def recording_note(sessions: Sequence[Measurement]) -> Optional[str]:
     replaced = [f"session {k}" for k, m in enumerate(sessions, 1) if REPLACES_LAUNCH in m.provenance]
     if not remeasured and not replaced:
         return None
-    valid = sum(not session_reasons(m) for m in sessions)
+    valid = sum(not paced_by_client(m.runs) for m in sessions)
     parts = [f"{RECORDING_NOTE}: {valid} of {len(sessions)} sessions valid"]
     if remeasured:
         parts.append(f"re-measured on their launch (the client set the pace): {', '.join(remeasured)}")
@@ -87,9 +87,11 @@ def recording_note(sessions: Sequence[Measurement]) -> Optional[str]:
 
 def refusal(nodeid: str, sessions: Sequence[Measurement]) -> str:
     """Why a recording whose client still set the pace is not stored, and what to change."""
-    invalid = [(k, why) for k, m in enumerate(sessions, 1) if (why := session_reasons(m))]
-    first = invalid[0][1] if invalid else ["client health check failed"]
-    where = ", ".join(f"session {k}" for k, _ in invalid) or "a session"
+    invalid = [(k, m, why) for k, m in enumerate(sessions, 1) if (why := paced_by_client(m.runs))]
+    where = ", ".join(f"session {k}" for k, _, _ in invalid) or "a session"
+    first = invalid[0][2] if invalid else ["client health check failed"]
+    tried = (f"re-measured on its launch and on up to {MAX_EXTRA_LAUNCHES} replacement launches "
+             "(of an engine started here)" if any(m.kind == "runs" for _, m, _ in invalid)
+             else "each invalid sweep point or capacity probe re-measured")
     return (f"{nodeid}: baseline not recorded: {len(sessions) - len(invalid)} of {len(sessions)} "
-            f"sessions valid; the client set the pace of {where} even re-measured on its launch and "
-            f"after up to {MAX_EXTRA_LAUNCHES} replacement launches ({'; '.join(first)}): {CHANGE}")
+            f"sessions valid; the client set the pace of {where} even {tried} ({'; '.join(first)}): {CHANGE}")
