@@ -97,6 +97,8 @@ def test_a_launch_whose_session_stays_paced_is_replaced_and_the_earlier_launches
             "pace on it twice), earlier sessions kept: session 3")
     assert note in doc["tests"][0]["outcome"]["notes"]
     res.stdout.fnmatch_lines([f"*{note}*"])
+    res.stdout.fnmatch_lines(["*goodput: test_perf.py::test_closed: replacing session 3's launch, the client set "
+                              "the pace of 2 runs on it (planted stall*); extra launches left in this recording: 1"])
 
 
 def _m(valid: bool) -> Measurement:
@@ -108,9 +110,12 @@ def _m(valid: bool) -> Measurement:
 def test_a_recording_out_of_extra_launches_is_refused_naming_the_valid_sessions_and_what_to_change() -> None:
     launches, relaunched = Launches(), []
     sessions = [valid_session(lambda: _m(True), lambda: relaunched.append(k), launches, k) for k in (1, 2)]
-    sessions.append(valid_session(lambda: _m(False), lambda: relaunched.append(3), launches, 3, "t::t"))
+    said: list[str] = []
+    sessions.append(valid_session(lambda: _m(False), lambda: relaunched.append(3), launches, 3, "t::t", said.append))
     sessions += [valid_session(lambda: _m(True), lambda: relaunched.append(k), launches, k) for k in (4, 5)]
     assert relaunched == [3, 3] and launches.left == 0 and launches.replaced == ["t::t session 3"] * 2
+    assert said[-1] == (f"goodput: t::t: replacing session 3's launch, the client set the pace of 2 runs on it "
+                        f"({STALL}); extra launches left in this recording: 0")
     message = refusal("t::t", sessions)
     assert message.startswith("t::t: baseline not recorded: 4 of 5 sessions valid; the client set the pace "
                               "of session 3 even re-measured on its launch and on up to 2 replacement launches "

@@ -181,8 +181,10 @@ class GoodputHarness:
         if not self._session.settings.update:
             return self._valid_measurement(engine)
         eng = engine or self._engine_getter()
+        stream = self._progress_stream
         return valid_session(lambda: self._valid_measurement(engine), eng.relaunch if eng.can_relaunch else None,
-                             self._session.launches, k, self._nodeid)
+                             self._session.launches, k, self._nodeid,
+                             say=(lambda line: stream.write(line + "\n")) if stream is not None else None)
 
     def _recording_note(self, measured: list[Measurement]) -> None:
         note = recording_note(measured) if self._session.settings.update else None

@@ -51,17 +51,21 @@ def session_reasons(m: Measurement) -> list[str]:
 
 
 def valid_session(measure: Callable[[], Measurement], relaunch: Optional[Callable[[], None]],
-                  launches: Launches, session: int, who: str = "") -> Measurement:
+                  launches: Launches, session: int, who: str = "",
+                  say: Optional[Callable[[str], None]] = None) -> Measurement:
     """Session ``session`` (1-based) of a recording: ``measure()`` (re-measured on its launch
     by the one rule), then, while its client still set the pace and the recording has extra
-    launches left, ``relaunch()`` and measure it on the fresh launch. ``relaunch`` None: an
-    engine not started here, which cannot be replaced."""
+    launches left, ``relaunch()`` and measure it on the fresh launch; ``say`` hears why at
+    once. ``relaunch`` None: an engine not started here, which cannot be replaced."""
     m = measure()
     replaced: list[str] = []
     while (why := session_reasons(m)) and relaunch is not None and launches.left > 0:
         launches.replaced.append(f"{who} session {session}".strip())
         replaced.append(f"session {session}'s launch, the client set the pace of {TRIES} runs on it "
                         f"({'; '.join(why)})")
+        if say is not None:
+            say(f"goodput: {who}: replacing {replaced[-1]}; extra launches left in this recording: "
+                f"{launches.left}")
         relaunch()
         m = measure()
     if replaced:
