@@ -3,9 +3,9 @@
 Every pool runs this body (in the coordinator's own loop, in a worker process, in a Ray
 actor); only how messages travel differs. Messages (tuples): ``init`` (the pool's own
 business) -> ``ready``; per phase ``job`` -> ``armed``, ``go(t0)`` -> ``tick(done)``
-(0.25-1 s apart) ... ``done(share, stats)``; ``stop``. Cancelled mid-phase
-(Ctrl-C), a worker sends ``partial(exchanges)``: what the phase had finished. A share is the raw exchanges, or in
-a sketched run a part of the run and a sample (``sketch.py``).
+(0.25-1 s apart) ... ``done(share, stats)``; ``stop``. A share is the raw exchanges, or in
+a sketched run a part of the run and a sample (``sketch.py``). Cancelled mid-phase (Ctrl-C,
+a timeout), a worker sends ``partial(exchanges)`` on its way out: what the phase finished.
 """
 
 from __future__ import annotations
