@@ -17,9 +17,11 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
+from pytest_goodput.judge.identity import what_changed
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.plugin import harness as harness_mod
 from pytest_goodput.run.launches import Launches, recording_note, refusal, valid_session
+from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import ClientHealth, Interrupted
 from pytest_goodput.schema.scenario.spec import build_spec
@@ -146,3 +148,10 @@ def test_an_interrupted_run_says_how_far_it_got() -> None:
         "interrupted (Ctrl-C): 81 of 200 requests done, 119 unfinished"
     assert Interrupted(reason="interrupted (Ctrl-C)", planned=0, done=7, unfinished=None).describe() == \
         "interrupted (Ctrl-C): 7 requests done"
+
+
+def test_a_sessions_own_facts_are_not_a_change_of_environment() -> None:
+    base = Fingerprint(identity={"model": "m"}, provenance={"engine": "vllm 0.9", "re-measured": STALL,
+                                                            "replaces launch": "session 3's launch, ..."})
+    current = Fingerprint(identity={"model": "m"}, provenance={"engine": "vllm 0.10"})
+    assert what_changed(base, current) == {"engine": ("vllm 0.9", "vllm 0.10")}
