@@ -11,6 +11,15 @@ reports them) and the wall time::
     mkdir -p build/before && git archive dc9bc5c pytest_goodput | tar -x -C build/before
     python bench/recording_launches.py --tree build/before
 
+``--plant OSL:N,M`` plants a client stall: the N-th and M-th measurements of the test with
+that ``osl`` (16, 24 or 32) come back with their self-check verdict invalid, whatever the
+machine did (a ``conftest.py`` wraps the harness's ``measure``). Then each test's sessions
+kept in its baseline, those re-measured and the launches replaced are printed, from the
+stored provenance::
+
+    python bench/recording_launches.py --plant 24:3          # test_b's session 3 re-measured
+    python bench/recording_launches.py --plant 24:3,4        # its launch replaced
+
 Needs the ``llamacpp`` extra.
 """
 
@@ -43,12 +52,53 @@ def test_c():
 '''
 
 
+#: Loaded by the recorded suite's pytest: the planted stalls (``GOODPUT_BENCH_PLANT``: osl ->
+#: measurement numbers, 1-based), after the product's self-check, so nothing forces them valid.
+PLANT = '''
+import json, os
+import pytest_goodput.plugin.harness as _h
+
+_plan = {int(k): set(v) for k, v in json.loads(os.environ.get("GOODPUT_BENCH_PLANT", "{}")).items()}
+_real, _calls = _h.measure, {}
+
+def _planted(spec, engine, progress=None, stage=None):
+    _calls[spec.osl] = _calls.get(spec.osl, 0) + 1
+    m = _real(spec, engine, progress=progress, stage=stage)
+    if _calls[spec.osl] in _plan.get(spec.osl, ()):
+        stall = {"valid": False, "reasons": ["planted stall: loop lag P99 80 ms > 20 ms"]}
+        m.runs = [r.model_copy(update={"client": r.client.model_copy(update=stall)}) for r in m.runs]
+    return m
+
+_h.measure = _planted
+'''
+
+
+def planted(spec: str) -> dict[int, list[int]]:
+    """``24:3,4`` -> {24: [3, 4]}."""
+    osl, _, calls = spec.partition(":")
+    return {int(osl): [int(c) for c in calls.split(",") if c]}
+
+
+def kept(work: Path) -> list[str]:
+    """Per test: sessions stored, how many re-measured, how many replaced a launch."""
+    lines = []
+    for path in sorted((work / ".goodput/baselines/test_three").glob("*.json")):
+        facts = [r["environment"]["provenance"] for r in json.loads(path.read_text())["runs"]]
+        lines.append(f"  {path.stem}: {len(facts)} sessions kept, "
+                     f"{sum('re-measured' in f for f in facts)} re-measured, "
+                     f"{sum('replaces launch' in f for f in facts)} launch(es) replaced")
+    return lines or ["  no baseline stored"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", default=str(Path(__file__).resolve().parent.parent),
                     help="directory holding the pytest_goodput package to run")
     ap.add_argument("--sessions", type=int, default=5)
+    ap.add_argument("--plant", default=None, metavar="OSL:N,M",
+                    help="the N-th, M-th measurements of the test with that osl come back client-paced")
     a = ap.parse_args(argv)
+    a.tree = str(Path(a.tree).resolve())  # the suite runs in a temporary directory
     from pytest_goodput.engines.tinyllama import write_tiny_llama
 
     with tempfile.TemporaryDirectory(prefix="goodput-launches-") as tmp:
@@ -60,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         counted = shlex.join(["sh", "-c", f"echo started >> {shlex.quote(str(starts))}; exec {serve}"])
         (work / "test_three.py").write_text(SUITE)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [a.tree, os.environ.get("PYTHONPATH")]))}
+        if a.plant:
+            (work / "conftest.py").write_text(PLANT)
+            env["GOODPUT_BENCH_PLANT"] = json.dumps(planted(a.plant))
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_three.py",
                                "--goodput-update-baseline", f"--goodput-sessions={a.sessions}",
@@ -75,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
               f"reported: {reported.get('launches', 'not reported')} launches, "
               f"{reported.get('start_s', float('nan')):.1f} s starting; wall {wall:.1f} s")
         print("pytest: " + (proc.stdout.strip().splitlines() or ["(no output)"])[-1])
+        if a.plant:
+            print(f"planted stall {a.plant}:")
+            print("\n".join(kept(work)))
+            for line in proc.stdout.splitlines():
+                if "recording kept what is valid" in line or "baseline not recorded" in line:
+                    print("  " + line.strip()[:300])
         for line in proc.stdout.splitlines():
             if line.startswith("FAILED"):
                 print("  " + line[:300])

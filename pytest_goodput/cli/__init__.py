@@ -9,7 +9,9 @@ Exit status, the same for every command:
   that cannot be written (``error: cannot write <path>: <reason>``), a ``--url`` that
   answers nothing before the run starts, a busy ``sim`` port;
 - 3: an invalid run: the client set the pace, so the numbers measure the load generator
-  (a regression or failed requests still exit 1).
+  (a regression or failed requests still exit 1);
+- 130: interrupted (Ctrl-C); ``run --json`` still writes the runs made so far, the last one
+  marked ``interrupted`` with the requests it finished.
 """
 
 from __future__ import annotations

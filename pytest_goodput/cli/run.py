@@ -11,6 +11,8 @@ from typing import Any, Optional
 from pytest_goodput.cli.cpus import add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck import capture
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
@@ -81,6 +83,7 @@ EXIT_OK = 0  # every judged run passed
 EXIT_FAIL = 1  # a regression, a broken SLO, or failed requests beyond max_error_rate
 EXIT_USAGE = 2  # bad flags, bad input files, an unwritable output path
 EXIT_INVALID = 3  # the client set the pace: the runs measure the load generator, not the engine
+EXIT_INTERRUPTED = 130  # Ctrl-C: the runs so far are reported, marked interrupted, never judged
 
 
 class CLIError(Exception):
@@ -207,10 +210,14 @@ def cmd_run(ns: argparse.Namespace) -> int:
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,
                     ready_timeout_s=ready_timeout(ns.ready_timeout), cpus=engine_cpus)
     code = EXIT_FAIL  # until judged: an interrupted or crashed run keeps the engine's log
+    stopped: Optional[BaseException] = None
     try:
         with placed_client(client_cpus):
             m = measure(spec, engine)
         code = run_exit_code(m.runs)
+    except (RunInterrupted, RunStopped) as exc:  # the runs so far are written, marked, not judged
+        m, code = exc.partial, EXIT_INTERRUPTED if isinstance(exc, RunInterrupted) else EXIT_FAIL
+        stopped = exc
     finally:
         if on_ray:
             ray_runtime.shutdown()
@@ -223,6 +230,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
         body = m.result.model_dump_json(indent=1) if len(m.runs) == 1 else (
             "[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
         write_atomic(Path(ns.json), body + "\n")
+    if stopped is not None:
+        what = "interrupted" if isinstance(stopped, RunInterrupted) else f"error: {stopped}"
+        print(f"{what}: partial result" + (f" written to {ns.json}" if ns.json else ""), file=sys.stderr)
     return code
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pytest_goodput.schema.environment import Fingerprint
+from pytest_goodput.schema.environment import SESSION_FACTS, Fingerprint
 
 
 def identity_mismatches(baseline: Fingerprint, current: Fingerprint) -> list[str]:
@@ -20,8 +20,9 @@ def identity_mismatches(baseline: Fingerprint, current: Fingerprint) -> list[str
 def what_changed(
     baseline: Fingerprint, current: Fingerprint
 ) -> dict[str, tuple[Optional[str], Optional[str]]]:
-    """Provenance fields whose value moved (baseline, current)."""
-    keys = sorted(set(baseline.provenance) | set(current.provenance))
+    """Provenance fields whose value moved (baseline, current); a recorded session's own
+    facts (re-measured, a replaced launch) are not the environment's."""
+    keys = sorted((set(baseline.provenance) | set(current.provenance)) - set(SESSION_FACTS))
     return {
         k: (baseline.provenance.get(k), current.provenance.get(k))
         for k in keys

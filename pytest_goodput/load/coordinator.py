@@ -9,6 +9,7 @@ workers' stats. ``docs/architecture.md`` draws the route.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pytest_goodput.load.client.http import check_reachable
 from pytest_goodput.load.selfcheck.health import WorkersCheck, WorkerStats
 from pytest_goodput.load.sending.loops import ProgressFn, Sender
 from pytest_goodput.load.plan import Plan, plan_run, worker_count
-from pytest_goodput.load.pools import START_TIMEOUT_S, Pool
+from pytest_goodput.load.pools import START_TIMEOUT_S, Pool, RunStopped, ShardError
 from pytest_goodput.load.pools.inprocess import InProcessPool
 from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.pools.ray.pool import RayPool
@@ -58,6 +59,10 @@ class RunOutput:
     check: WorkersCheck
     load: dict[str, float]
     sketched: Optional[Sketched] = None
+    #: Why the run stopped before its end (None: it did not); ``exchanges`` is then what it
+    #: had finished, of ``planned`` requests (0: not known in advance).
+    stopped: Optional[str] = None
+    planned: int = 0
 
 
 class _Phases:
@@ -83,7 +88,10 @@ class _Phases:
         pending = set(range(pool.n))
         got: dict[int, Message] = {}
         while pending:
-            for k, msg in await pool.poll(POLL_S):
+            msgs = await pool.poll(POLL_S)
+            if _cancel_swallowed():
+                raise asyncio.CancelledError()
+            for k, msg in msgs:
                 seen[k] = time.perf_counter()
                 if msg[0] == "error":
                     pool.fail(k, f"failed:\n{msg[1].rstrip()}\n", grace_s=2.0)
@@ -115,13 +123,20 @@ class _Phases:
         self.done = [0] * self.pool.n
 
 
-async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[ProgressFn] = None
-                     ) -> RunOutput:
-    """Execute ``plan`` over ``pool``; ``init`` is what every worker opens its client with."""
+async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[ProgressFn] = None,
+                     keep_partial: bool = False) -> RunOutput:
+    """Execute ``plan`` over ``pool``; ``init`` is what every worker opens its client with.
+
+    ``keep_partial``: cancelled (Ctrl-C), return what the run had finished, marked stopped,
+    instead of raising (``event_loop.run`` raises it as ``RunInterrupted``); a worker that
+    crashed, hung or ran out of time raises ``RunStopped`` with it instead of a bare ``ShardError``."""
     spec = init.spec
     sketch = sketch_plan(spec, plan.total)  # None: every record shipped (the exact path)
     run_ = _Phases(pool, plan, progress)
     ok = False
+    stopped: Optional[str] = None
+    shard: Optional[ShardError] = None
+    notes: list[str] = []
     try:
         await pool.start(_inits(plan, init, sketch))
         await run_.collect("ready", START_TIMEOUT_S)
@@ -137,15 +152,36 @@ async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[Prog
             run_.merge(await run_.collect("done", limit, watch=True), sketch is not None)
         if progress is not None:
             progress(run_.base, plan.total or run_.base)
-        check = WorkersCheck(plan.open_loop, plan.mean_gap_s, run_.stats, pool.notes())
+        notes = pool.notes()
         ok = True
+    except (asyncio.CancelledError, ShardError) as exc:
+        if not keep_partial or isinstance(exc, RunStopped):
+            raise
+        await pool.close(False)  # the workers stop, each saying what its phase had finished
+        run_.exchanges += pool.partial()
+        shard = exc if isinstance(exc, ShardError) else None
+        stopped = ("interrupted (Ctrl-C)" if shard is None else f"stopped: {shard}") + (
+            "" if isinstance(pool, InProcessPool) else ": the workers' requests of the phase under way are not kept")
     finally:
         await pool.close(ok)
+    check = WorkersCheck(plan.open_loop, plan.mean_gap_s, run_.stats, notes)
     sketched = None
-    if sketch is not None and run_.part is not None:
+    if sketch is not None and run_.part is not None and stopped is None:
         info = sketch.info(threshold(spec), sum(not ex.plan.warmup for ex in run_.exchanges))
         sketched = Sketched(run_.part, info, planned_requests(plan, spec))
-    return RunOutput(sorted(run_.exchanges, key=lambda ex: ex.plan.index), check, plan.load, sketched)
+    out = RunOutput(sorted(run_.exchanges, key=lambda ex: ex.plan.index), check, plan.load, sketched,
+                    stopped, plan.total)
+    if shard is not None:  # a hung or late worker: the run so far, raised as its stop
+        raise RunStopped(str(shard), out) from None
+    return out
+
+
+def _cancel_swallowed() -> bool:
+    """Whether this task was cancelled (Ctrl-C) but a pool's ``asyncio.wait_for`` returned a
+    message instead of raising (Python 3.11 does when the message was ready at that moment):
+    the run would go on to its end. Python 3.10 cannot tell (``Task.cancelling``)."""
+    cancelling = getattr(asyncio.current_task(), "cancelling", None)
+    return bool(cancelling is not None and cancelling())
 
 
 def _inits(plan: Plan, init: Init, sketch: Optional[SketchPlan]) -> list[Init]:
@@ -172,15 +208,17 @@ def run_plan(
 ) -> RunOutput:
     """Run ``spec`` against ``base_url``: planned, then coordinated over its pool.
 
-    Raises ``ConnectionError`` when the server does not answer within a few seconds and
-    :class:`ShardError` when a worker crashes, hangs or fails.
+    Raises ``ConnectionError`` when the server does not answer within a few seconds,
+    ``RunStopped`` (a :class:`ShardError`) when a worker crashes, hangs or runs out of time and
+    on Ctrl-C ``RunInterrupted``, both with the ``RunOutput`` finished so far (``stopped``
+    says why).
     """
     async def planned_and_run() -> RunOutput:  # one loop from the first check on: Ctrl-C unwinds it
         await check_reachable(base_url, timeout_s=min(REACH_TIMEOUT_S, spec.timeout_s))
         pool = _pool(spec)
         init = Init(spec, base_url, model, api_key_env, 1, salt, tokenizer, dataset)
         plan = plan_run(spec, pool.n, tokenizer, dataset, salt)
-        return await coordinate(plan, pool, init, progress)
+        return await coordinate(plan, pool, init, progress, keep_partial=True)
 
     return run(planned_and_run())
 

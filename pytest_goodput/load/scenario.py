@@ -13,13 +13,16 @@ exchanges are parsed into records after it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from datetime import datetime, timezone
 from typing import Any, Optional
 
 from pytest_goodput.load.selfcheck.capture import begin as begin_capture
 from pytest_goodput.load.selfcheck.capture import finish as finish_capture
-from pytest_goodput.load.coordinator import run_plan
+from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.coordinator import RunOutput, run_plan
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck.departures import judge_departures
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.requests.prompt_set import prompt_set, unsalted_prompts
@@ -32,7 +35,7 @@ from pytest_goodput.measure.run_part import offered_rate as part_offered_rate
 from pytest_goodput.measure.run_records import records_of, response_notes
 from pytest_goodput.measure.sketched import summarize_part
 from pytest_goodput.measure.slices import run_slices
-from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.results import Interrupted, ReceiveTimestamps, RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -56,8 +59,9 @@ def run_scenario(
     generator cannot run (e.g. a sweep, which is a series of runs). Synthetic prompts carry
     a fresh random run nonce unless ``salt`` is given, so a repeat of the same spec does not
     hit the prefix cache its previous run filled. ``spec.workers > 1`` shards the run over
-    worker processes, ``backend="ray"`` over Ray actors (``coordinator.py``; ``ShardError``
-    when a worker crashes or hangs).
+    worker processes, ``backend="ray"`` over Ray actors (``coordinator.py``; ``RunStopped``
+    when a worker crashes or hangs, ``RunInterrupted`` on Ctrl-C: both with the run so far,
+    summarized and marked ``interrupted``).
     """
     dataset: Any = load_dataset(str(spec.dataset), spec.workload) if spec.workload != "synthetic" else None
     if spec.scenario == "trace":
@@ -70,11 +74,25 @@ def run_scenario(
     try:
         out = run_plan(spec, base_url, model, api_key_env=api_key_env, tokenizer=tokenizer,
                        progress=progress, dataset=dataset, salt=salt)
+    except (RunInterrupted, RunStopped) as exc:  # what the run finished, summarized and marked
+        if capture is not None:
+            capture.stop()
+        out = exc.partial if exc.partial.stopped is not None else dataclasses.replace(
+            exc.partial, stopped="interrupted (Ctrl-C) as its last request ended")
+        partial = _summarized(spec, out, finish_capture(None, "the run was interrupted", []),
+                              tokenizer, dataset, started)
+        raise exc.again(partial) from None
     except BaseException:
         if capture is not None:
             capture.stop()
         raise
-    stamps = finish_capture(capture, why_not, out.exchanges)
+    return _summarized(spec, out, finish_capture(capture, why_not, out.exchanges), tokenizer, dataset, started)
+
+
+def _summarized(spec: ScenarioSpec, out: RunOutput, stamps: ReceiveTimestamps, tokenizer: Any,
+                dataset: Any, started: str) -> RunResult:
+    """The run's records and metrics, its client's verdict, its prompt set; a run that
+    stopped before its end (``out.stopped``) is marked interrupted, with how far it got."""
     records = records_of(out.exchanges, spec, tokenizer)
     load = dict(out.load)
     sk = out.sketched
@@ -97,4 +115,8 @@ def run_scenario(
     notes = [*([note] if note else []), *response_notes(records)]
     if notes:
         update["client"] = result.client.model_copy(update={"notes": [*result.client.notes, *notes]})
+    if out.stopped is not None:
+        done = len(out.exchanges)
+        update["interrupted"] = Interrupted(reason=out.stopped, planned=out.planned, done=done,
+                                            unfinished=max(out.planned - done, 0) if out.planned else None)
     return result.model_copy(update=update)

@@ -4,7 +4,8 @@ Every pool runs this body (in the coordinator's own loop, in a worker process, i
 actor); only how messages travel differs. Messages (tuples): ``init`` (the pool's own
 business) -> ``ready``; per phase ``job`` -> ``armed``, ``go(t0)`` -> ``tick(done)``
 (0.25-1 s apart) ... ``done(share, stats)``; ``stop``. A share is the raw exchanges, or in
-a sketched run a part of the run and a sample (``sketch.py``).
+a sketched run a part of the run and a sample (``sketch.py``). Cancelled mid-phase (Ctrl-C,
+a timeout), a worker sends ``partial(exchanges)`` on its way out: what the phase finished.
 """
 
 from __future__ import annotations
@@ -177,6 +178,9 @@ class Worker:
             check.start()
             try:
                 out = await self._loop(job, t0, check, prog)
+            except asyncio.CancelledError:  # Ctrl-C: what the phase finished is the run's evidence
+                self.emit(("partial", list(prog.finished)))
+                raise
             finally:
                 await check.stop()
                 beat.cancel()

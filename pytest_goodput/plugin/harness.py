@@ -13,6 +13,8 @@ from typing import Any, Optional, TextIO
 import pytest
 
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck.capture import CaptureError
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
@@ -20,8 +22,12 @@ from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.report.text.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
 from pytest_goodput.run.ab_gate import ABMeasured
+from pytest_goodput.run.interrupted import interrupted_outcome
+from pytest_goodput.run.launches import recording_note, valid_session
+from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
+from pytest_goodput.schema.environment import REMEASURED
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
@@ -80,6 +86,13 @@ class GoodputHarness:
             m = measure(spec, eng, progress=bar.update, stage=bar.stage)
         except CaptureError as exc:  # capture=on where this engine cannot be captured
             refused = str(exc)
+        except (RunInterrupted, RunStopped) as exc:  # the session reports the partial runs
+            outcome = interrupted_outcome(self._nodeid, exc.partial, self.notes)
+            self._session.outcomes.append(outcome)
+            self._session.measurements[self._nodeid] = exc.partial
+            if isinstance(exc, RunInterrupted):
+                raise KeyboardInterrupt() from None  # pytest stops as on any Ctrl-C
+            refused = outcome.error or str(exc)
         else:
             self.engine = eng
             return m
@@ -135,14 +148,16 @@ class GoodputHarness:
             for i in range(sessions):
                 if i:
                     self._relaunch(engine, i, sessions)
-                measured.append(self._valid_measurement(engine))
+                measured.append(self._recorded_session(engine, i + 1))
+            self._recording_note(measured)
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
 
     def _session_major(self, engine: Optional[Engine]) -> list[Measurement]:
         """One session of a session-major recording: this launch's measurement, kept for the
         last session (an earlier one), or judged with the kept ones (the last)."""
-        m = self._valid_measurement(engine)
+        k = self._session.recording_pass or self._session.sessions_to_record()
+        m = self._recorded_session(engine, k)
         kept = self._session.pre_recorded.setdefault(self._nodeid, [])
         if self._session.recording_pass is not None:
             kept.append(m)
@@ -156,7 +171,25 @@ class GoodputHarness:
         eng = engine or self._engine_getter()
         if sessions > 1 and not eng.can_relaunch:
             self._relaunch(engine, 1, sessions)  # says why the sessions share one process
+        self._recording_note(measured)
         return measured
+
+    def _recorded_session(self, engine: Optional[Engine], k: int) -> Measurement:
+        """Session ``k`` of a recording: a launch its client still paced after the re-measure
+        is replaced by a fresh one while the recording has extra launches
+        (``run/launches.py``); outside a recording, the measurement."""
+        if not self._session.settings.update:
+            return self._valid_measurement(engine)
+        eng = engine or self._engine_getter()
+        stream = self._progress_stream
+        return valid_session(lambda: self._valid_measurement(engine), eng.relaunch if eng.can_relaunch else None,
+                             self._session.launches, k, self._nodeid,
+                             say=(lambda line: stream.write(line + "\n")) if stream is not None else None)
+
+    def _recording_note(self, measured: list[Measurement]) -> None:
+        note = recording_note(measured) if self._session.settings.update else None
+        if note:
+            self.notes.append(note)
 
     def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
         """The PR measured launch by launch, judged after each, until the test is decided or
@@ -215,21 +248,28 @@ class GoodputHarness:
         return last
 
     def _valid_measurement(self, engine: Optional[Engine]) -> Measurement:
+        """A measurement under the one re-measure rule (``run/remeasure.py``): measured once
+        more on this launch if the client set the pace; a second invalid one is kept."""
         assert self.spec is not None
-        m = self._measure(self.spec, engine)
-        self.notes += m.notes  # sweep points and capacity probes re-measured on the way
-        reasons = [r for run in m.runs for r in run.client.reasons]
-        if reasons and m.kind == "runs":
-            # The client, not the server, set the pace: that run says nothing about the
-            # engine. A passing hiccup on a shared machine should not fail the gate, so
-            # measure once more; a second invalid run fails with its reasons.
+        spec = self.spec
+        first: list[str] = []
+
+        def again(reasons: list[str]) -> None:
+            first.extend(reasons)
             self.remeasured_because += reasons
             self.notes.append("re-measured once: the client set the pace of the first run ("
                               + "; ".join(reasons) + ")")
             if self._progress_stream is not None:
                 self._progress_stream.write(remeasure_line(self._nodeid, reasons) + "\n")
-            m = self._measure(self.spec, engine)
-            self.notes += m.notes
+
+        def measured() -> Measurement:
+            m = self._measure(spec, engine)
+            self.notes += m.notes  # sweep points and capacity probes re-measured on the way
+            return m
+
+        m = until_valid(measured, lambda m: paced_by_client(m.runs) if m.kind == "runs" else [], again)
+        if first:
+            m.provenance[REMEASURED] = "; ".join(first)
         note = receive_note(m.runs)
         if note and note not in self.notes:  # once per test, not per recorded session
             self.notes.append(note)

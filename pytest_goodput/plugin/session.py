@@ -26,6 +26,7 @@ from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
 from pytest_goodput.run.gating import gate
+from pytest_goodput.run.launches import Launches
 from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.outcomes.cost import EngineUse
@@ -62,6 +63,7 @@ class GoodputSession:
         self.session_major = False
         self.recording_pass: Optional[int] = None
         self.pre_recorded: dict[str, list[Measurement]] = {}
+        self.launches = Launches()  # the recording's extra launches (run/launches.py)
         ray_runtime.configure(settings.ray)  # this session's Ray address (None: a local runtime)
 
     # --- engines -------------------------------------------------------------------------

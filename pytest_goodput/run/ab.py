@@ -39,6 +39,7 @@ from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.measure.saturation import point_saturation
 from pytest_goodput.run.ab_gate import ABMeasured
+from pytest_goodput.run.remeasure import paced_by_client
 from pytest_goodput.run.runner import point_spec, run_once, valid_once
 from pytest_goodput.schema.outcomes.ab import ABResult, ABRound
 from pytest_goodput.schema.runs.results import RunResult
@@ -208,8 +209,7 @@ def run_ab(spec: ScenarioSpec, base: Engine, head: Engine, *, seed: int | None =
             notes.append(skipped_note(full, measured_points))
         bad = [s for s in sides if not all(x.client.valid for x in runs[s])]
         if bad:
-            reasons = "; ".join(x for s in bad for run_ in runs[s] for x in run_.client.reasons) \
-                or "client health check failed"
+            reasons = "; ".join(paced_by_client(run_ for s in bad for run_ in runs[s]))
             rounds.append(ABRound(index=r, order=order, notes=notes,
                                   dropped=f"{' and '.join(bad)} invalid twice ({reasons})"))
         else:

@@ -42,6 +42,7 @@ from typing import Any, Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.load.sending.loops import ProgressFn
+from pytest_goodput.run.remeasure import paced_by_client
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -190,7 +191,7 @@ def search(
         history.append(Probe(rate, valid and g.attainment >= spec.attainment, g.attainment, valid))
         details.append({"goodput_rps": g.requests_per_s, "good": g.good, "issued": g.issued})
         if not valid:
-            reasons = "; ".join(result.client.reasons) or "client health check failed"
+            reasons = "; ".join(paced_by_client([result]))
             stopped = (f"probe at {rate:g} req/s is invalid (the client, not the server, "
                        f"set the pace: {reasons}); search stopped")
             break

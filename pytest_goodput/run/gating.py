@@ -15,6 +15,7 @@ from pytest_goodput.judge.evidence import from_baseline, from_measurement, from_
 from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.measure.sketched import sketch_note
+from pytest_goodput.run.launches import refusal
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
 from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile, BaselineRun
 from pytest_goodput.schema.environment import Fingerprint
@@ -63,7 +64,8 @@ def gate(
     same baseline, when gating the earlier engine launches of the PR (``planned`` > 1: the
     PR is measured over up to that many launches, judged look by look,
     ``judge/sequential/head_launches.py``). Every session's runs are judged against the SLOs; in update
-    mode all of them are recorded, or none (only passing runs become baselines).
+    mode all of them are recorded, or none (only passing runs become baselines); a session the
+    client paced was already re-measured or replaced (``run/launches.py``).
     """
     spec = m.spec
     env = collect(model=engine.model or "?", spec_hash=spec.identity_hash(), hardware=hardware,
@@ -92,8 +94,8 @@ def gate(
     outcome = outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes]))
     if not policy.update:
         return Gated(outcome, decided=decided)
-    return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current], env,
-                   base, outcome, history)
+    return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current],
+                   [*earlier, m], env, base, outcome, history)
 
 
 def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> dict[str, Any]:
@@ -113,19 +115,21 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
     return update
 
 
-def _record(path: Path, nodeid: str, sessions: list[Evidence], env: Fingerprint,
-            base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
-    """Only valid sessions that met their SLOs become a baseline: all of them, or none."""
+def _record(path: Path, nodeid: str, sessions: list[Evidence], measured: list[Measurement],
+            env: Fingerprint, base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
+    """Only valid sessions that met their SLOs become a baseline: all of them, or none (an
+    invalid session was already re-measured or replaced: ``run/launches.py``); each keeps
+    what that took in its provenance."""
     if not outcome.client_valid:
-        return Gated(outcome, skipped=[f"{nodeid}: client set the pace, baseline not recorded"])
+        return Gated(outcome, skipped=[refusal(nodeid, measured)])
     if outcome.slo_failed:
         broken = ", ".join(o.name for o in outcome.slo_failed)
         return Gated(outcome, skipped=[f"{nodeid}: SLO failed ({broken}), baseline not recorded"])
     doc = base
-    for ev in sessions:
+    for ev, session in zip(sessions, measured):
         run = BaselineRun(
             recorded_at=store.now_iso(),
-            environment=env,
+            environment=env.model_copy(update={"provenance": {**env.provenance, **session.provenance}}),
             summary={**ev.summary, **(to_summary(server_summary(ev.results)) if ev.capacity is None else {})},
             samples=ev.latest,
             frontier=ev.frontier,

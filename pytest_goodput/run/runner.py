@@ -11,12 +11,15 @@ from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.prometheus import scrape, server_metrics
+from pytest_goodput.load.client.event_loop import RunInterrupted
+from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.run.capacity import search
+from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
@@ -67,6 +70,7 @@ class Tracker:
         self._base = 0  # requests finished by completed runs
         self._started = 0
         self._per_run = 0  # the latest run's own total (0: not known)
+        self.finished: list[RunResult] = []  # every run made so far, in order
 
     def total(self, current_total: int) -> int:
         """Every planned run's requests: the finished ones' counts plus this and later runs'."""
@@ -89,21 +93,22 @@ class Tracker:
                 self._progress(self._base + done, self.total(total or self._per_run))
 
         try:
-            return fn(part if self._progress is not None or self._stage is not None else None)
+            result = fn(part if self._progress is not None or self._stage is not None else None)
+        except (RunInterrupted, RunStopped) as exc:  # the runs before it are evidence too
+            raise exc.again([*self.finished, exc.partial]) from None
         finally:
             self._base += last[0]
+        self.finished.append(result)
+        return result
 
 
 def valid_once(name: str, notes: list[str], run: Callable[[], RunResult]) -> RunResult:
-    """``run()``, and once more if the client set its pace (a hiccup on a shared machine
-    must not stop a capacity search or leave a sweep point unjudgeable); ``notes`` says so.
-    A second invalid run is kept: its test is then invalid, with the reasons."""
-    result = run()
-    if result.client.valid:
-        return result
-    reasons = "; ".join(result.client.reasons) or "client health check failed"
-    notes.append(f"{name} re-measured once: the client set the pace of the first run ({reasons})")
-    return run()
+    """``run()`` under the one re-measure rule (``remeasure.py``): once more if the client set
+    its pace (a hiccup must not stop a capacity search or leave a sweep point unjudgeable);
+    ``notes`` says so. A second invalid run is kept: its test is then invalid, with the reasons."""
+    def again(reasons: list[str]) -> None:
+        notes.append(f"{name} re-measured once: the client set the pace of the first run ({'; '.join(reasons)})")
+    return until_valid(run, lambda r: paced_by_client([r]), again)
 
 
 def point_spec(spec: ScenarioSpec, value: float) -> ScenarioSpec:
@@ -123,8 +128,19 @@ def measure(
 
     ``progress(done, total)`` counts requests over the whole measurement (total 0: unknown);
     ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
+    Ctrl-C raises ``RunInterrupted``, a worker that crashed or hung ``RunStopped``, with a
+    ``Measurement`` of the runs made so far, the last one partial (marked ``interrupted``).
     """
     spec = with_trace_digest(spec)
+    try:
+        return _measure(spec, engine, progress, stage)
+    except (RunInterrupted, RunStopped) as exc:  # the runs made so far, the last one partial
+        runs = exc.partial if isinstance(exc.partial, list) else []
+        raise exc.again(Measurement(spec=spec, runs=runs)) from None
+
+
+def _measure(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn],
+             stage: Optional[StageFn]) -> Measurement:
     if spec.scenario == "sweep":
         return sweep(spec, engine, progress, stage)
     if spec.scenario == "capacity":

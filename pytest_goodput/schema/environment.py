@@ -16,6 +16,11 @@ HARDWARE_ENV = "GOODPUT_HARDWARE"
 UNLABELLED = "unlabelled"
 #: Fields that must match for two runs to be comparable.
 IDENTITY_KEYS: tuple[str, ...] = ("hardware", "model", "scenario_hash")
+#: Provenance of one recorded session, not of its environment: what its recording did to keep
+#: it valid (``run/recording.py``). Never a change between a baseline and a run.
+REMEASURED = "re-measured"
+REPLACES_LAUNCH = "replaces launch"
+SESSION_FACTS: tuple[str, ...] = (REMEASURED, REPLACES_LAUNCH)
 
 
 class Fingerprint(BaseModel):

@@ -49,12 +49,30 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run that kept what it had measured: ``partial``. Each layer that
+    catches it raises it again with its own view of the run so far (the coordinator's
+    ``RunOutput``, the scenario's ``RunResult``, the runner's runs, then a ``Measurement``),
+    so whoever reports it can write the evidence (``docs/decisions.md``, "An interrupted run
+    leaves its evidence"). A ``KeyboardInterrupt`` still: whoever does not look for it stops."""
+
+    def __init__(self, partial: Any) -> None:
+        super().__init__()
+        self.partial = partial
+
+    def again(self, partial: Any) -> "RunInterrupted":
+        """The same interruption, carrying ``partial`` instead."""
+        return RunInterrupted(partial)
+
+
 def run(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` to completion on a fresh :func:`new_event_loop` loop, then close it.
 
     Ctrl-C cancels the run's task and is raised as ``KeyboardInterrupt`` once the task has
     unwound (as ``asyncio.run`` does): raised inside a transport callback instead, the loop
-    would log it as a transport error and the run would end as failed requests.
+    would log it as a transport error and the run would end as failed requests. A task that
+    handles its cancellation by returning what it had is raised as :class:`RunInterrupted`
+    with that value.
     """
     loop = new_event_loop()
     interrupted = False
@@ -81,7 +99,7 @@ def run(coro: Coroutine[Any, Any, _T]) -> _T:
                 raise KeyboardInterrupt() from None
             raise
         if interrupted:
-            raise KeyboardInterrupt()
+            raise RunInterrupted(result)
         return result
     finally:
         if catch_sigint:

@@ -8,10 +8,11 @@ coordinator's. Each pool is imported only by the coordinator and none imports an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:  # the worker module loads the streaming client; collection must not
     from pytest_goodput.load.worker import Init, Message
+    from pytest_goodput.measure.records.exchange import RawExchange
 
 #: A worker must start, open its client and pre-open connections within this many seconds
 #: (and a blocking call on a worker answer within as long).
@@ -22,6 +23,20 @@ STDERR_TAIL = 2000
 
 class ShardError(RuntimeError):
     """A load worker crashed, hung or failed; the message names it (and its stderr tail)."""
+
+
+class RunStopped(ShardError):
+    """A worker crashed, hung or ran out of time mid-run and the run kept what it had finished:
+    ``partial``, re-raised by each layer with its own view of the run so far, as Ctrl-C's
+    ``RunInterrupted`` is (``load/client/event_loop.py``)."""
+
+    def __init__(self, message: str, partial: Any) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+    def again(self, partial: Any) -> "RunStopped":
+        """The same stop, carrying ``partial`` instead."""
+        return RunStopped(str(self), partial)
 
 
 class Pool(Protocol):
@@ -52,3 +67,7 @@ class Pool(Protocol):
 
     async def close(self, ok: bool) -> None:
         """Stop the workers (``ok``: the run ended well; a pool may keep them for the next)."""
+
+    def partial(self) -> list[RawExchange]:
+        """After a run was interrupted and the pool closed: the exchanges its workers had
+        finished in the phase under way (empty where they cannot be reached any more)."""

@@ -13,6 +13,7 @@ from typing import NoReturn, Optional
 from pytest_goodput.load.sending.loops import Sender
 from pytest_goodput.load.pools import ShardError
 from pytest_goodput.load.worker import Init, Message, Worker, serve
+from pytest_goodput.measure.records.exchange import RawExchange
 
 
 class InProcessPool:
@@ -66,6 +67,15 @@ class InProcessPool:
 
     def notes(self) -> list[str]:
         return []
+
+    def partial(self) -> list[RawExchange]:
+        """What the worker had finished when its phase was cancelled (it says so on the way out)."""
+        kept: list[RawExchange] = []
+        while not self._out.empty():
+            msg = self._out.get_nowait()
+            if msg[0] == "partial" or msg[0] == "done" and isinstance(msg[1], list):
+                kept += msg[1]  # a phase done but not yet collected is kept too
+        return kept
 
     async def close(self, ok: bool) -> None:
         task, self._task = self._task, None

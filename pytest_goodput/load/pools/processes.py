@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 from multiprocessing.connection import Connection, wait
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.pools import STDERR_TAIL, ShardError
@@ -120,6 +120,11 @@ class ProcessPool:
         return 0.0  # one CLOCK_MONOTONIC for every process of the machine
 
     def notes(self) -> list[str]:
+        return []
+
+    def partial(self) -> list[Any]:
+        """Nothing: worker processes are stopped with the run, their unshipped exchanges with them
+        (an interrupted run says its requests done so far are unknown)."""
         return []
 
     async def close(self, ok: bool) -> None:

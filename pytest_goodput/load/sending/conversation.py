@@ -74,7 +74,7 @@ class _Conversations:
             ex = await self.client.send(plan)
             self.check.record_exchange(allowed, ex)
             self.out.append(ex)
-            self.prog.tick()
+            self.prog.tick(ex)
             answer = answer_text(ex, spec.stream)
             if answer is not None:
                 history = plan.messages + [{"role": "assistant", "content": answer}]

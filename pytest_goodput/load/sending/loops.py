@@ -42,8 +42,11 @@ class ProgressTicker:
 
     def __init__(self, fn: Optional[ProgressFn], total: int) -> None:
         self.fn, self.total, self.done, self._last = fn, total, 0, 0.0
+        #: The exchanges finished so far: what an interrupted run keeps (``worker.py``).
+        self.finished: list[RawExchange] = []
 
-    def tick(self) -> None:
+    def tick(self, ex: RawExchange) -> None:
+        self.finished.append(ex)
         self.done += 1
         if self.fn is None:
             return
@@ -93,7 +96,7 @@ async def open_loop(
                 sem.release()
         check.record_exchange(allowed, ex)
         out.append(ex)
-        prog.tick()
+        prog.tick(ex)
 
     for plan in plans:
         await (sleep_until(plan.scheduled_at - lead, 0.0) if lead else sleep_until(plan.scheduled_at, spin))
@@ -163,7 +166,7 @@ async def closed_loop(
             ex = await client.send(plan)
             check.record_exchange(ready, ex)
             out.append(ex)
-            prog.tick()
+            prog.tick(ex)
             ready = ex.end_at if ex.end_at is not None else clock()
 
     if bodies is not None:

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.judge.noise.recording import OUTLIER_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
+from pytest_goodput.run.launches import RECORDING_NOTE
 from pytest_goodput.report.text.cost import cost_lines
 from pytest_goodput.report.text.engine_line import engine_line
 from pytest_goodput.report.md.md_context import details as env_details
@@ -148,6 +149,8 @@ def _section(o: TestOutcome) -> str:
         parts.append(f"> **Invalid run** — the load generator, not the server, set the pace: {escape_cell(reasons)}")
     for note in (n for n in o.notes if n.startswith(SKETCH_NOTE)):  # a run too large to ship
         parts.append("> **Sketched:** " + escape_cell(note))
+    for note in (n for n in o.notes if n.startswith(RECORDING_NOTE)):  # re-measured, launches replaced
+        parts.append("> **Recording kept what is valid:** " + escape_cell(note[len(RECORDING_NOTE) + 2:]))
     for note in (n for n in o.notes if n.startswith(OUTLIER_NOTE)):  # recording: the user decides
         parts.append("> **Outlier session recorded:** " + escape_cell(note[len(OUTLIER_NOTE) + 2:]))
     if o.incomparable_reasons:

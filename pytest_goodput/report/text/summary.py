@@ -59,6 +59,8 @@ def render_result(result: RunResult) -> str:
         ["output tokens counted by", result.token_count_source
          + (" (approximate)" if result.token_count_source == "chunks" else "")],
     ]
+    if result.interrupted is not None:  # partial evidence, first where it cannot be missed
+        head.insert(0, ["PARTIAL RESULT", result.interrupted.describe() + " (not judged)"])
     g = result.goodput
     if g is not None:
         head.append(["goodput", f"{_f(g.requests_per_s, 2)} req/s, {_f(g.tokens_per_s)} tok/s, "

@@ -113,6 +113,9 @@ class TestOutcome(_Model):
     capacity: Optional[dict[str, Optional[dict]]] = Field(
         None, description="capacity searches: {'current': {...}, 'baseline': {...}} with every probe")
     error: Optional[str] = Field(None, description="the run could not be made (engine down, ...)")
+    interrupted: Optional[str] = Field(
+        None, description="the test's run stopped before its end (Ctrl-C): why and how far it got; its "
+        "partial runs are reported, never judged nor stored as a baseline")
     notes: list[str] = Field(default_factory=list,
                              description="what the gate did on the way: re-measurements, sessions recorded")
     trends: list[Trend] = Field(default_factory=list,

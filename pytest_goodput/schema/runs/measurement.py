@@ -20,6 +20,9 @@ class Measurement:
     capacity: Optional[dict] = None
     extra: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the run did on the way (re-measured points)
+    #: What keeping this session valid took (``environment.SESSION_FACTS``: re-measured, a
+    #: replaced launch), stored in a recorded session's ``Fingerprint.provenance``.
+    provenance: dict[str, str] = field(default_factory=dict)
 
     @property
     def result(self) -> RunResult:

@@ -270,6 +270,24 @@ class SketchInfo(_Model):
     sample_fraction: float = Field(description="each request's chance of being kept")
 
 
+class Interrupted(_Model):
+    """Why a run stopped before its end, and how far it got: its result is partial evidence,
+    reported and never judged nor stored as a baseline (``docs/metrics.md``, "Interrupted runs")."""
+
+    reason: str = Field(description="what stopped the run: 'interrupted (Ctrl-C)', or 'stopped: ' and a "
+                        "load worker's failure (crashed, hung, out of time)")
+    planned: int = Field(description="requests the run planned, warm-up included (0: not known in advance)")
+    done: int = Field(description="requests finished before it stopped (ok or failed), warm-up included")
+    unfinished: Optional[int] = Field(description="planned - done: never sent or still in flight "
+                                      "(None when the plan's size was not known)")
+
+    def describe(self) -> str:
+        """``interrupted (Ctrl-C): 12 of 40 requests done, 28 unfinished``: the words reports use."""
+        of = f" of {self.planned}" if self.planned else ""
+        left = f", {self.unfinished} unfinished" if self.unfinished is not None else ""
+        return f"{self.reason}: {self.done}{of} requests done{left}"
+
+
 class RunResult(_Model):
     """One scenario run. Serialized as the ``--goodput-json`` / ``--json`` contract."""
 
@@ -311,6 +329,9 @@ class RunResult(_Model):
     slices: Optional[Slices] = Field(
         None, description="time slices (slice_s=): metrics per window, the steady state's start, "
         "the degradation within the run; None when off or the run was sketched")
+    interrupted: Optional[Interrupted] = Field(
+        None, description="set when the run stopped before its end: a partial result, never judged "
+        "nor stored as a baseline")
     measured_at: Optional[str] = Field(
         None, description="when the run started, ISO 8601 UTC: lets a run file read back by "
         "``compare`` be placed in or outside its baseline's sitting (docs/statistics.md, \"Sittings\")")

@@ -148,6 +148,11 @@ class RayPool:
         return [f"worker {k + 1} of {self.n} (Ray actor on {self.hosts[k]}): {o.describe()}"
                 for k, o in enumerate(self.offsets)]
 
+    def partial(self) -> list[Any]:
+        """Nothing: Ray actors are stopped with the run, their unshipped exchanges with them
+        (an interrupted run says its requests done so far are unknown)."""
+        return []
+
     async def close(self, ok: bool) -> None:
         if ok:
             self._release()
