@@ -26,6 +26,7 @@ from pytest_goodput.schema.runs.results import (
     Window,
 )
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.schema.runs.session import Capacity
 
 
 def cap_spec(**kw: object) -> ScenarioSpec:
@@ -214,9 +215,9 @@ def test_missing_slos_is_an_error() -> None:
 
 
 def cap(value: float, lower: Optional[float] = None, upper: Optional[float] = None,
-        **kw: object) -> dict:
-    return {"requests_per_s": value, "lower": value if lower is None else lower,
-            "upper": upper, "target": 0.9, **kw}
+        **kw: object) -> Capacity:
+    return Capacity.model_validate({"requests_per_s": value, "lower": value if lower is None else lower,
+                                    "upper": upper, "target": 0.9, **kw})
 
 
 FIVE = [cap(7.25, upper=7.5)] * 5  # five baseline sessions that found the same bracket
@@ -288,7 +289,7 @@ def test_incomplete_search_is_never_decisive() -> None:
 
 
 def test_changed_target_is_incomparable() -> None:
-    other = {**cap(7.0, upper=7.2), "target": 0.99}
+    other = cap(7.0, upper=7.2, target=0.99)
     assert capacity_comparison(cap(7.25, upper=7.5), other, 0.05).verdict == "incomparable"
 
 
@@ -334,4 +335,5 @@ def test_capacity_search_on_a_slowed_simulator(monkeypatch: pytest.MonkeyPatch) 
     for p, r in zip(cap["probes"], m.runs):
         assert r.goodput is not None and p["attainment"] == r.goodput.attainment
         assert p["passed"] == (r.goodput.attainment >= 0.9)
-    assert capacity_comparison([cap] * 5, cap, tolerance=0.1).verdict == "pass"
+    typed = Capacity.model_validate(cap)
+    assert capacity_comparison([typed] * 5, typed, tolerance=0.1).verdict == "pass"

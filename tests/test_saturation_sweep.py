@@ -108,7 +108,7 @@ def test_run_files_of_a_stopped_sweep_are_the_baselines_sweep(monkeypatch: pytes
     m, _ = run_sweep(monkeypatch, KNEE_AT_16)
     ev = from_sweep_runs(m.runs, like=SPEC)
     assert ev.spec.sweep == SPEC.sweep and ev.spec_hash == SPEC.identity_hash()
-    assert ev.saturation is not None and ev.saturation["skipped"] == [32] and ev.saturation_steps == [2.0]
+    assert ev.saturation is not None and ev.saturation.skipped == [32] and ev.saturation_steps == [2.0]
     # A shorter sweep whose last point is not past saturation is another sweep.
     flat = {1: (100.0, 1000.0), 4: (390.0, 1000.0)}
     short, _ = run_sweep(monkeypatch, flat, SPEC.model_copy(update={"sweep": (1, 4)}))

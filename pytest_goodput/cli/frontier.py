@@ -36,7 +36,7 @@ from pytest_goodput.measure.frontier import (
     point_from_result,
 )
 from pytest_goodput.report import plot
-from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
@@ -54,7 +54,7 @@ class Sweep:
     name: str
     points: list[FrontierPoint]
     percentile: float = 50.0
-    evidence: Optional[Evidence] = None
+    evidence: Optional[Side] = None
     runs: list[RunResult] = field(default_factory=list)
 
     @property
@@ -85,7 +85,7 @@ def _points(path: Path, items: list[Any], where: str) -> list[FrontierPoint]:
         raise _invalid(path, where, err) from None
 
 
-def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Evidence] = None) -> Sweep:
+def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Side] = None) -> Sweep:
     """A sweep read from bare run results, one per point (``read``: what else the file said)."""
     ev = from_sweep_runs(runs, read.env if read is not None else None)
     points = [point_from_result(r, ev.spec.frontier_percentile, ev.spec.gpus) for r in runs]
@@ -93,7 +93,7 @@ def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Evidence] =
                  runs=runs)
 
 
-def _from_evidence(path: Path, name: str, ev: Evidence) -> Sweep:
+def _from_evidence(path: Path, name: str, ev: Side) -> Sweep:
     """A sweep test as the judge reads it: its newest session's points (or frontier)."""
     if ev.spec.scenario != "sweep" and ev.results:  # a session document without the test's spec
         return sweep_from_runs(name, ev.results, ev)
@@ -101,7 +101,7 @@ def _from_evidence(path: Path, name: str, ev: Evidence) -> Sweep:
     if ev.results:
         points = [point_from_result(r, pct, ev.spec.gpus) for r in ev.results]
     else:
-        points = _points(path, ev.points or ev.frontier or [], f"{name} frontier")
+        points = list(ev.points or ev.frontier or [])
     return Sweep(name=name, points=points, percentile=pct, evidence=ev if ev.samples else None)
 
 
