@@ -13,7 +13,7 @@ from pytest_goodput.schema.runs.baseline import BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult, Samples
-from pytest_goodput.schema.runs.session import Capacity, Session, Sweep
+from pytest_goodput.schema.runs.session import Session, Sweep
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
@@ -27,21 +27,11 @@ def samples_of(runs: list[RunResult]) -> list[Samples]:
     return [Samples.from_records(r.requests, r.samples_window_s(), r.prompt_set) for r in runs]
 
 
-def sweep_of(frontier: Optional[dict]) -> Optional[Sweep]:
-    """A measurement's sweep dict (points, frontier, saturation) as the typed :class:`Sweep`."""
-    if frontier is None:
-        return None
-    return Sweep(points=frontier.get("points") or [], frontier=frontier.get("current") or [],
-                 saturation=frontier.get("saturation"))
-
-
 def session_of(m: Measurement, env: Optional[Fingerprint] = None, at: Optional[str] = None) -> Session:
     """A fresh measurement as one session: its samples, headline numbers, shapes and results."""
     return Session(
         recorded_at=at, environment=env, summary=measurement_metrics(m), samples=samples_of(m.runs),
-        sweep=sweep_of(m.frontier),
-        capacity=Capacity.model_validate(m.capacity) if m.capacity is not None else None,
-        degradation=_degradation(m.runs), results=list(m.runs),
+        sweep=m.frontier, capacity=m.capacity, degradation=_degradation(m.runs), results=list(m.runs),
     )
 
 
@@ -65,7 +55,7 @@ def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
     judge counts them as that many draws of the launch level (``judge/sequential/head_launches.py``).
     Every session but the newest is known by its samples, degradation and saturation only."""
     sessions = [Session(environment=env, summary=measurement_metrics(m), samples=samples_of(m.runs),
-                        sweep=sweep_of(m.frontier), degradation=_degradation(m.runs),
+                        sweep=m.frontier, degradation=_degradation(m.runs),
                         results=list(m.runs)) for m in ms[:-1]]
     return Side(ms[-1].spec, ms[-1].spec.identity_hash(), [*sessions, session_of(ms[-1], env, at)])
 

@@ -110,7 +110,7 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
         update["server"] = {"current": current or None, "baseline": baseline or None}
     if m.capacity is not None:
         old = latest.capacity if latest is not None else None
-        update["capacity"] = {"current": m.capacity, "baseline": old.as_dict() if old is not None else None}
+        update["capacity"] = {"current": m.capacity.as_dict(), "baseline": old.as_dict() if old is not None else None}
     return update
 
 
