@@ -60,8 +60,8 @@ def test_interactivity_tolerance_changes_the_step_view_and_no_verdict() -> None:
     strict, loose, wide = judged(0.0), judged(0.05), judged(0.5)
     # The view: with no slack every baseline point misses the lookup and is matched with a
     # slower point; with the default slack each is matched with its twin.
-    assert strict.frontier["comparison"]["verdict"] == "regressed"
-    assert loose.frontier["comparison"]["verdict"] == "pass"
+    assert strict.frontier.comparison.verdict == "regressed"
+    assert loose.frontier.comparison.verdict == "pass"
     # The verdict: the same at every setting, from the points compared at equal load.
     for out in (strict, loose, wide):
         assert {c.metric: c.verdict for c in out.comparisons} == \
@@ -69,7 +69,7 @@ def test_interactivity_tolerance_changes_the_step_view_and_no_verdict() -> None:
         assert not fails(out, Policy())
     row = next(c for c in loose.comparisons if c.metric == "frontier_throughput")
     assert row.verdict != "regressed" and row.method.startswith("equal-load points")
-    assert [p["load"] for p in loose.frontier["comparison"]["by_load"]] == list(LOADS)
+    assert [p.load for p in loose.frontier.comparison.by_load] == list(LOADS)
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.0])

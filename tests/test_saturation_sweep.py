@@ -89,9 +89,9 @@ def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.
     rows = {c.metric: c for c in outcome.comparisons}
     sat = rows["sweep.saturation_load"]
     assert sat.verdict == "regressed" and (sat.baseline, sat.current) == (32.0, 4.0)
-    assert outcome.frontier is not None and outcome.frontier["saturation"]["began_at"] == 4
+    assert outcome.frontier is not None and outcome.frontier.saturation is not None and outcome.frontier.saturation.began_at == 4
     # The skipped points are not compared at equal load; the two measured ones are.
-    assert [p["load"] for p in outcome.frontier["comparison"]["by_load"]] == [1.0, 4.0]
+    assert [p.load for p in outcome.frontier.comparison.by_load] == [1.0, 4.0]
     # One step lower may be noise; against itself: pass.
     one = judge("t.py::test_sweep", from_measurement(run_sweep(monkeypatch, KNEE_AT_16)[0]),
                 from_measurements(base), Policy())

@@ -36,6 +36,7 @@ from pytest_goodput.measure.frontier import (
     point_from_result,
 )
 from pytest_goodput.report import plot
+from pytest_goodput.report.text.shapes import frontier_json
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
@@ -249,7 +250,7 @@ def render_outcome(outcome: TestOutcome, sessions: int) -> str:
         return f"baseline: {VERDICT_SYMBOL.get('incomparable', '')} incomparable: " + "; ".join(
             outcome.incomparable_reasons)
     lines = []
-    frontier = (outcome.frontier or {}).get("comparison") or {}
+    frontier = frontier_json(outcome).get("comparison") or {}
     if frontier.get("by_load") is not None:
         lines.append(render_by_load(frontier["by_load"], outcome.spec.get("sweep_over", "concurrency"),
                                     sessions, float(outcome.spec.get("frontier_percentile") or 50)))

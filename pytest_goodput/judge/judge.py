@@ -24,6 +24,7 @@ from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
+from pytest_goodput.schema.outcomes.shapes import SweepOutcome
 from pytest_goodput.schema.registry import DEGRADATION, default_gate, tolerance_for
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -163,8 +164,8 @@ def judge(
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
-        update["frontier"] = {**frontier, "baseline": _json(baseline.frontier or []),
-                              "comparison": frontier_cmp}
+        update["frontier"] = SweepOutcome.model_validate(
+            {**frontier, "baseline": _json(baseline.frontier or []), "comparison": frontier_cmp})
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )

@@ -20,6 +20,7 @@ from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.outcomes.shapes import CapacityOutcome
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.files import WriteError
@@ -109,8 +110,8 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
     if current or baseline:
         update["server"] = {"current": current or None, "baseline": baseline or None}
     if m.capacity is not None:
-        old = latest.capacity if latest is not None else None
-        update["capacity"] = {"current": m.capacity.as_dict(), "baseline": old.as_dict() if old is not None else None}
+        update["capacity"] = CapacityOutcome(current=m.capacity,
+                                             baseline=latest.capacity if latest is not None else None)
     return update
 
 

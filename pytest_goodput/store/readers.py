@@ -18,7 +18,7 @@ from pytest_goodput.schema.runs.baseline import BASELINE_KIND
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.schema.runs.session import Capacity, Sweep
+from pytest_goodput.schema.runs.session import Sweep
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
@@ -36,11 +36,11 @@ def _from_session_test(test: dict[str, Any]) -> tuple[str, Side] | None:
     session = ev.sessions[-1]
     update: dict[str, Any] = {"summary": dict(outcome.key_metrics)}
     if outcome.frontier is not None:
-        update["sweep"] = Sweep(points=outcome.frontier.get("points"),
-                                frontier=outcome.frontier.get("current") or [],
-                                saturation=outcome.frontier.get("saturation"))
-    if outcome.capacity is not None and outcome.capacity.get("current") is not None:
-        update["capacity"] = Capacity.model_validate(outcome.capacity["current"])
+        fr = outcome.frontier
+        update["sweep"] = Sweep(points=fr.points if "points" in fr.model_fields_set else None,
+                                frontier=fr.current, saturation=fr.saturation)
+    if outcome.capacity is not None and outcome.capacity.current is not None:
+        update["capacity"] = outcome.capacity.current
     ev.sessions[-1] = session.model_copy(update=update)
     return outcome.nodeid, ev
 

@@ -16,6 +16,7 @@ from pytest_goodput.report.text.shapes import (
     bracket_text,
     capacity_headline,
     capacity_sides,
+    frontier_json,
     frontier_headline,
     load_text,
     saturation_headline,
@@ -93,7 +94,7 @@ def _sides_table(frontier: dict) -> str:
 
 def frontier_block(o: TestOutcome, render: Optional[ChartFn]) -> str:
     """Headline, chart and legend, and the per-point table."""
-    fr = o.frontier or {}
+    fr = frontier_json(o)
     parts = []
     headline = frontier_headline(o)
     comp = fr.get("comparison") or {}

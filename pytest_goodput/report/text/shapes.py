@@ -40,9 +40,14 @@ def _ratio(comparison: Optional[dict]) -> Optional[float]:
     return 1.0 + float(comparison["change"])
 
 
+def frontier_json(o: TestOutcome) -> dict[str, Any]:
+    """The sweep's outcome in its JSON form (empty for a test that is not a sweep)."""
+    return o.frontier.model_dump(mode="json") if o.frontier is not None else {}
+
+
 def point_rows(o: TestOutcome) -> list[PointRow]:
     """Every current sweep point (in sweep order) with its equal-load comparison, if any."""
-    fr = o.frontier or {}
+    fr = frontier_json(o)
     by_load = {float(p["load"]): p for p in (fr.get("comparison") or {}).get("by_load") or []}
     rows = []
     for p in fr.get("points") or []:
@@ -66,7 +71,7 @@ def load_text(value: float, kind: str) -> str:
 
 def step_rows(o: TestOutcome) -> list[dict[str, Any]]:
     """The step-lookup comparison per baseline frontier point (stored by the judge)."""
-    return list(((o.frontier or {}).get("comparison") or {}).get("points") or [])
+    return list((frontier_json(o).get("comparison") or {}).get("points") or [])
 
 
 def frontier_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
@@ -98,7 +103,7 @@ def frontier_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
 def saturation_headline(o: TestOutcome) -> Optional[str]:
     """``saturation: began at rate 8 req/s (…); skipped rate 16, 32 req/s: 2 points, ~10 s of
     load``; None when the sweep kept no reading (``docs/scenarios.md``)."""
-    sat = (o.frontier or {}).get("saturation")
+    sat = frontier_json(o).get("saturation")
     if not sat:
         return None
     kind = str(sat.get("load_kind", ""))
@@ -117,7 +122,7 @@ def saturation_headline(o: TestOutcome) -> Optional[str]:
 
 def capacity_sides(o: TestOutcome) -> tuple[Optional[dict], Optional[dict]]:
     """(current, baseline) capacity searches of a test, None where unknown."""
-    cap = o.capacity or {}
+    cap = o.capacity.model_dump(mode="json") if o.capacity is not None else {}
     return cap.get("current"), cap.get("baseline")
 
 
