@@ -162,3 +162,15 @@ def test_the_committed_example_baselines_are_small():
         assert p.stat().st_size <= 16 * 1024, p
         [file] = samples_files(p)
         assert file.stat().st_size <= 64 * 1024, file
+
+
+def test_a_re_record_removes_only_its_own_older_samples(tmp_path):
+    """``TestA.test_b`` and ``TestA.test_b[p]`` share a directory and a name prefix."""
+    plain = store.path_for(tmp_path, "t.py::TestA::test_b")
+    param = store.path_for(tmp_path, "t.py::TestA::test_b[rate=4]")
+    for k in range(3):
+        record(plain, k)
+        record(param, k + 1)
+    assert len(samples_files(plain)) == 1 and store.load(plain) is not None
+    assert len(list(tmp_path.glob("**/TestA.test_b[[]rate=4].*.samples.json.gz"))) == 1
+    assert store.load(param) is not None
