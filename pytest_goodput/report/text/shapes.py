@@ -10,7 +10,7 @@ in words ("no current point reaches this interactivity"), never as a -100 % chan
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from pytest_goodput.report.vocabulary import fmt_num, fmt_percent
 from pytest_goodput.schema.outcomes.comparison import MetricComparison
@@ -41,11 +41,6 @@ def _ratio(comparison: Optional[MetricComparison]) -> Optional[float]:
     if comparison is None or comparison.change is None:
         return None
     return 1.0 + float(comparison.change)
-
-
-def frontier_json(o: TestOutcome) -> dict[str, Any]:
-    """The sweep's outcome in its JSON form (empty for a test that is not a sweep)."""
-    return o.frontier.model_dump(mode="json") if o.frontier is not None else {}
 
 
 def point_rows(o: TestOutcome) -> list[PointRow]:
