@@ -1,7 +1,7 @@
 """Issue 31's stored-baseline failure cases through the public judge, verdicts over N trials.
 
 Hand-built runs (``tests/judge_scenarios.py``: one schedule replayed, lognormal per-request
-latencies, a per-session machine factor) go through the path the gate takes — ``Evidence`` →
+latencies, a per-session machine factor) go through the path the gate takes — ``Side`` →
 ``judge()`` → ``fails()`` — in default and strict mode. Every run is a server test at a fixed
 rate: its window is the arrival span, the same however fast the engine is.
 

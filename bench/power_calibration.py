@@ -19,7 +19,7 @@ points) and at the tolerance, with 95 % Wilson intervals, and — when the detec
 the tolerance is below 50 % (the true detectable exceeds the tolerance) — how often the
 A/A trial said *underpowered* (it should, most of the time), and the detection rate at the
 tolerance among the trials that claimed adequate power. ``--judge`` adds one arm (five
-sessions, P99 TTFT) through the public ``judge()`` with Evidence objects.
+sessions, P99 TTFT) through the public ``judge()`` with Side objects.
 
 Trials are seeded per cell, so the code before a change sees the same trials as after:
 
@@ -121,17 +121,17 @@ def trial(args: tuple[int, str, int, int]) -> dict[str, tuple]:
 
 
 def judge_trial(args: tuple[int, int, int]) -> tuple[float, bool, bool]:
-    """One trial through ``judge()`` with Evidence (P99 TTFT of a server test)."""
+    """One trial through ``judge()`` with Sides (P99 TTFT of a server test)."""
     from pytest_goodput.judge import Policy, judge
-    from pytest_goodput.schema.runs.evidence import Evidence
+    from pytest_goodput.schema.runs.side import Side
     from pytest_goodput.schema.scenario.spec import build_spec
 
     sessions, requests, seed = args
     sp = build_spec(dict(scenario="server", rate=8.0, requests=requests, isl=128, osl=OSL,
                          ttft_ms=10_000, tpot_ms=1_000, attainment=0.5, max_error_rate=0.05))
 
-    def ev(hist: list[list[Samples]]) -> Evidence:
-        return Evidence(spec=sp, spec_hash=sp.identity_hash(), history=hist)
+    def ev(hist: list[list[Samples]]) -> Side:
+        return Side.of_samples(sp, hist)
 
     rng = np.random.default_rng([sessions, 2, seed])
     bt = rng.lognormal(math.log(40.0), 0.35, requests)

@@ -39,7 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from judge_scenarios import Workload, run, spec  # noqa: E402
 
 from pytest_goodput.judge import Policy, fails, judge  # noqa: E402
-from pytest_goodput.schema.runs.evidence import Evidence  # noqa: E402
+from pytest_goodput.schema.environment import Fingerprint  # noqa: E402
+from pytest_goodput.schema.runs.session import Session  # noqa: E402
+from pytest_goodput.schema.runs.side import Side  # noqa: E402
 from pytest_goodput.stats import wilson_interval  # noqa: E402
 
 DAY0 = datetime(2026, 11, 1, 9, tzinfo=timezone.utc)
@@ -75,13 +77,14 @@ def trial(args: tuple) -> bool:  # type: ignore[type-arg]
     else:  # one launch per push, the newest `keep` pushes
         stamps = [DAY0 + timedelta(days=d) for d in range(pushes - keep, pushes)]
         history = [_session(w, rng, days[d], launch_cv, repeats) for d in range(pushes - keep, pushes)]
-    base = Evidence(spec=sp, spec_hash=sp.identity_hash(), history=history,
-                    recorded_at=[s.isoformat() for s in stamps], client_cpus=["cpu"] * len(stamps))
+    cpu = Fingerprint(provenance={"client_cpu": "cpu"})
+    base = Side(sp, sp.identity_hash(), [Session(samples=h, recorded_at=s.isoformat(), environment=cpu)
+                                          for h, s in zip(history, stamps)])
     pr_day = (level * _lognormal(rng, day_cv) * effect,  # the next day, on main's current level
               level * _lognormal(rng, day_cv_tpot) * effect)
     pr = [_session(w, rng, pr_day, launch_cv, repeats)]
-    cur = Evidence(spec=sp, spec_hash=sp.identity_hash(), history=pr,
-                   recorded_at=[(DAY0 + timedelta(days=pushes)).isoformat()], client_cpus=["cpu"])
+    cur = Side(sp, sp.identity_hash(), [Session(samples=pr[0], environment=cpu,
+                                                recorded_at=(DAY0 + timedelta(days=pushes)).isoformat())])
     return fails(judge("t::x", cur, base, Policy()), Policy())
 
 

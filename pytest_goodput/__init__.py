@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_goodput.schema.runs.measurement import Measurement
     from pytest_goodput.schema.outcomes.outcome import MetricComparison, SLOOutcome, TestOutcome
     from pytest_goodput.schema.runs.results import RequestRecord, RunResult, Samples
+    from pytest_goodput.schema.runs.session import Capacity, Session, Sweep
     from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 
 #: Public name -> the module that defines it (a name equal to the module's last part, as
@@ -45,6 +46,9 @@ _EXPORTS: dict[str, str] = {
     "MetricComparison": "pytest_goodput.schema.outcomes.outcome",
     "SLOOutcome": "pytest_goodput.schema.outcomes.outcome",
     "Measurement": "pytest_goodput.schema.runs.measurement",
+    "Session": "pytest_goodput.schema.runs.session",
+    "Sweep": "pytest_goodput.schema.runs.session",
+    "Capacity": "pytest_goodput.schema.runs.session",
     "FrontierPoint": "pytest_goodput.schema.outcomes.frontier",
     "ABResult": "pytest_goodput.schema.outcomes.ab",
     "ABSummary": "pytest_goodput.schema.outcomes.ab_summary",
@@ -57,6 +61,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "ABResult",
     "ABSummary",
+    "Capacity",
     "Engine",
     "FrontierPoint",
     "Measurement",
@@ -66,7 +71,9 @@ __all__ = [
     "SLOOutcome",
     "Samples",
     "ScenarioSpec",
+    "Session",
     "SpecError",
+    "Sweep",
     "TestOutcome",
     "__version__",
     "build_spec",

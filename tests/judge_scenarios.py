@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from pytest_goodput.judge import Policy, fails, judge
-from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.scenario.spec import build_spec
@@ -75,8 +75,8 @@ def spec(requests: int, **slos: object):
     return build_spec(kw)
 
 
-def evidence(sp, sessions: Sequence[Sequence[Samples]]) -> Evidence:
-    return Evidence(spec=sp, spec_hash=sp.identity_hash(), history=[list(s) for s in sessions])
+def evidence(sp, sessions: Sequence[Sequence[Samples]]) -> Side:
+    return Side.of_samples(sp, [list(s) for s in sessions])
 
 
 def verdicts(sp, baseline: Sequence[Sequence[Samples]], current: Sequence[Samples],

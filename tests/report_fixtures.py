@@ -196,7 +196,7 @@ def sweep() -> TestOutcome:
             "points": cur, "current": cur, "baseline": base,
             "comparison": {
                 "verdict": "pass", "tolerance": 0.05,
-                "worst": {"ratio": 0.99, "interactivity": 33.3},
+                "worst": _step(33.3, base[1], cur[1], 0.99, "pass"),
                 "by_load": [_by_load(1.0, 175.0, 180.0, 20.0, 20.0, "pass"),
                             _by_load(4.0, 400.0, 396.0, 30.0, 30.0, "pass"),
                             _by_load(16.0, 600.0, 610.0, 50.0, 50.0, "pass")],
@@ -239,7 +239,7 @@ def sweep_regressed() -> TestOutcome:
             "points": cur, "current": cur, "baseline": base,
             "comparison": {
                 "verdict": "regressed", "tolerance": 0.05,
-                "worst": {"ratio": 0.0, "interactivity": 25.0},
+                "worst": _step(25.0, base[0], None, 0.0, "regressed"),
                 "by_load": [_by_load(1.0, 209.0, 174.0, 40.0, 48.0, "regressed"),
                             _by_load(4.0, 640.0, 533.0, 50.0, 60.0, "regressed"),
                             _by_load(16.0, 1600.0, 1333.0, 80.0, 96.0, "regressed")],

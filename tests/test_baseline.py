@@ -9,11 +9,12 @@ import pytest
 
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.store import baseline as store
 
 
-def run(hardware: str = "h100", ttft: float = 10.0) -> store.BaselineRun:
-    return store.BaselineRun(
+def run(hardware: str = "h100", ttft: float = 10.0) -> Session:
+    return Session(
         recorded_at="2026-11-29T00:00:00+00:00",
         environment=Fingerprint(identity={"hardware": hardware, "model": "m", "scenario_hash": "x"},
                                 provenance={"engine_version": "1"}),
@@ -53,14 +54,14 @@ def test_round_trip_and_history(tmp_path):
         doc = store.record(path, nodeid="t.py::t", spec={"rate": 1}, spec_hash="x",
                            run=run(ttft=float(i)), existing=doc, history=5)
     loaded = store.load(path)
-    assert loaded is not None and len(loaded.runs) == 5
-    assert [r.summary["metrics.ttft_ms.p99"] for r in loaded.runs] == [2.0, 3.0, 4.0, 5.0, 6.0]
+    assert loaded is not None and len(loaded.sessions) == 5
+    assert [r.summary["metrics.ttft_ms.p99"] for r in loaded.sessions] == [2.0, 3.0, 4.0, 5.0, 6.0]
     # a new identity (other hardware) or a new spec starts a fresh history
     doc = store.record(path, nodeid="t.py::t", spec={"rate": 1}, spec_hash="x",
                        run=run(hardware="a100"), existing=loaded)
-    assert len(doc.runs) == 1
+    assert len(doc.sessions) == 1
     doc = store.record(path, nodeid="t.py::t", spec={"rate": 2}, spec_hash="y", run=run(), existing=doc)
-    assert len(store.load(path).runs) == 1 and store.load(path).spec_hash == "y"
+    assert len(store.load(path).sessions) == 1 and store.load(path).spec_hash == "y"
 
 
 @pytest.mark.parametrize(
@@ -115,8 +116,8 @@ def test_committed_example_baselines_stay_comparable():
         doc = store.load(p)
         spec = ScenarioSpec.model_validate(doc.spec)
         assert spec.identity_hash() == doc.spec_hash, p
-        assert all(r.environment.identity["scenario_hash"] == doc.spec_hash for r in doc.runs)
-        assert len(doc.runs) >= 3, "keep a history so the gate knows the run-to-run spread"
+        assert all(r.environment.identity["scenario_hash"] == doc.spec_hash for r in doc.sessions)
+        assert len(doc.sessions) >= 3, "keep a history so the gate knows the run-to-run spread"
 
 
 def test_identity_ignores_new_fields_at_default_and_gate_settings():

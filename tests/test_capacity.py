@@ -26,6 +26,7 @@ from pytest_goodput.schema.runs.results import (
     Window,
 )
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.schema.runs.session import Capacity
 
 
 def cap_spec(**kw: object) -> ScenarioSpec:
@@ -88,13 +89,13 @@ def test_doubling_then_bisection_finds_the_knee_within_resolution() -> None:
     assert runner.rates == [1, 2, 4, 8, 6, 7, 7.5, 7.25]
     cap = m.capacity
     assert cap is not None
-    assert cap["requests_per_s"] == 7.25 and cap["lower"] == 7.25 and cap["upper"] == 7.5
-    assert (cap["upper"] - cap["lower"]) / cap["lower"] <= 0.05
-    assert cap["lower"] <= 7.3 <= cap["upper"]
-    assert cap["target"] == 0.9 and cap["complete"] is True
-    assert [p["passed"] for p in cap["probes"]] == [True, True, True, False, True, True, False, True]
-    assert cap["probes"][3] == {"rate": 8.0, "attainment": 0.5, "passed": False,
-                                "goodput_rps": 5.0, "good": 50, "issued": 100}
+    assert cap.requests_per_s == 7.25 and cap.lower == 7.25 and cap.upper == 7.5
+    assert (cap.upper - cap.lower) / cap.lower <= 0.05
+    assert cap.lower <= 7.3 <= cap.upper
+    assert cap.target == 0.9 and cap.complete is True
+    assert [p.passed for p in cap.probes] == [True, True, True, False, True, True, False, True]
+    assert cap.as_dict()["probes"][3] == {"rate": 8.0, "attainment": 0.5, "passed": False,
+                                          "goodput_rps": 5.0, "good": 50, "issued": 100}
     assert m.kind == "capacity" and [r.spec.rate for r in m.runs] == runner.rates
 
 
@@ -112,10 +113,10 @@ def test_capacity_brackets_the_knee_for_many_curves(knee: float) -> None:
     runner = FakeRunner(step_curve(knee))
     cap = search(cap_spec(capacity_resolution=0.02), None, runner).capacity  # type: ignore[arg-type]
     assert cap is not None
-    lo, hi = cap["lower"], cap["upper"]
+    lo, hi = cap.lower, cap.upper
     assert lo < knee <= hi
     assert (hi - lo) / lo <= 0.02
-    assert cap["requests_per_s"] == lo
+    assert cap.requests_per_s == lo
 
 
 def test_start_rate_from_spec() -> None:
@@ -129,7 +130,7 @@ def test_cap_stops_doubling_and_leaves_no_upper_bound() -> None:
     runner = FakeRunner(lambda r: 1.0)
     cap = search(cap_spec(capacity_max_rate=6.0), None, runner).capacity  # type: ignore[arg-type]
     assert runner.rates == [1, 2, 4, 6]
-    assert cap == {**cap, "requests_per_s": 6.0, "lower": 6.0, "upper": None}
+    assert cap is not None and (cap.requests_per_s, cap.lower, cap.upper) == (6.0, 6.0, None)
 
 
 def test_start_above_cap_is_clamped() -> None:
@@ -142,7 +143,7 @@ def test_cap_below_knee_with_failures_above_cap_bisects_normally() -> None:
     runner = FakeRunner(step_curve(5.0))
     cap = search(cap_spec(capacity_max_rate=6.0), None, runner).capacity  # type: ignore[arg-type]
     assert runner.rates[:4] == [1, 2, 4, 6]
-    assert cap is not None and cap["lower"] < 5.0 <= cap["upper"] <= 6.0
+    assert cap is not None and cap.lower < 5.0 <= cap.upper <= 6.0
 
 
 def test_never_passing_halves_three_times_then_reports_zero() -> None:
@@ -150,7 +151,7 @@ def test_never_passing_halves_three_times_then_reports_zero() -> None:
     cap = search(cap_spec(rate=4.0), None, runner).capacity  # type: ignore[arg-type]
     assert runner.rates == [4, 2, 1, 0.5]
     assert cap is not None
-    assert cap["requests_per_s"] == 0.0 and cap["lower"] == 0.0 and cap["upper"] == 0.5
+    assert cap.requests_per_s == 0.0 and cap.lower == 0.0 and cap.upper == 0.5
 
 
 def test_first_probe_fails_but_a_lower_rate_passes_then_bisects() -> None:
@@ -158,7 +159,7 @@ def test_first_probe_fails_but_a_lower_rate_passes_then_bisects() -> None:
     cap = search(cap_spec(rate=4.0), None, runner).capacity  # type: ignore[arg-type]
     # 4 f, 2 f, 1 ok; bisect [1, 2]: 1.5 f, 1.25 ok, 1.375 ok, 1.4375 ok -> 0.0625/1.4375 = 4.3 %
     assert runner.rates == [4, 2, 1, 1.5, 1.25, 1.375, 1.4375]
-    assert cap is not None and (cap["lower"], cap["upper"]) == (1.4375, 1.5)
+    assert cap is not None and (cap.lower, cap.upper) == (1.4375, 1.5)
 
 
 def test_invalid_probe_stops_the_search_with_a_reason() -> None:
@@ -167,11 +168,11 @@ def test_invalid_probe_stops_the_search_with_a_reason() -> None:
     cap = m.capacity
     assert cap is not None
     assert runner.rates == [1, 2, 4, 8] and len(m.runs) == 4
-    assert cap["complete"] is False
-    assert "8 req/s is invalid" in cap["stopped"] and "send lag P99 120 ms" in cap["stopped"]
-    assert cap["probes"][-1]["invalid"] is True and cap["probes"][-1]["passed"] is False
+    assert cap.complete is False
+    assert "8 req/s is invalid" in cap.stopped and "send lag P99 120 ms" in cap.stopped
+    assert cap.probes[-1].invalid is True and cap.probes[-1].passed is False
     # the invalid probe is no evidence of failure: no upper bound, capacity at least 4
-    assert (cap["requests_per_s"], cap["upper"]) == (4.0, None)
+    assert (cap.requests_per_s, cap.upper) == (4.0, None)
 
 
 def test_noisy_curve_terminates_and_stays_near_the_knee() -> None:
@@ -186,8 +187,8 @@ def test_noisy_curve_terminates_and_stays_near_the_knee() -> None:
         runner = FakeRunner(curve)
         cap = search(cap_spec(), None, runner).capacity  # type: ignore[arg-type]
         assert cap is not None and len(runner.rates) < MAX_PROBES
-        assert 6.9 - 0.4 <= cap["lower"] < cap["upper"] <= 7.7 + 0.4
-        assert (cap["upper"] - cap["lower"]) / cap["lower"] <= 0.05
+        assert 6.9 - 0.4 <= cap.lower < cap.upper <= 7.7 + 0.4
+        assert (cap.upper - cap.lower) / cap.lower <= 0.05
 
 
 def test_pass_above_a_failure_never_raises_the_lower_bound() -> None:
@@ -214,9 +215,9 @@ def test_missing_slos_is_an_error() -> None:
 
 
 def cap(value: float, lower: Optional[float] = None, upper: Optional[float] = None,
-        **kw: object) -> dict:
-    return {"requests_per_s": value, "lower": value if lower is None else lower,
-            "upper": upper, "target": 0.9, **kw}
+        **kw: object) -> Capacity:
+    return Capacity.model_validate({"requests_per_s": value, "lower": value if lower is None else lower,
+                                    "upper": upper, "target": 0.9, **kw})
 
 
 FIVE = [cap(7.25, upper=7.5)] * 5  # five baseline sessions that found the same bracket
@@ -288,7 +289,7 @@ def test_incomplete_search_is_never_decisive() -> None:
 
 
 def test_changed_target_is_incomparable() -> None:
-    other = {**cap(7.0, upper=7.2), "target": 0.99}
+    other = cap(7.0, upper=7.2, target=0.99)
     assert capacity_comparison(cap(7.25, upper=7.5), other, 0.05).verdict == "incomparable"
 
 
@@ -325,13 +326,13 @@ def test_capacity_search_on_a_slowed_simulator(monkeypatch: pytest.MonkeyPatch) 
     with simulator(slowdown=8.0) as engine:
         m = measure(spec, engine)
     cap = m.capacity
-    assert cap is not None and m.kind == "capacity" and len(m.runs) == len(cap["probes"]) >= 2
+    assert cap is not None and m.kind == "capacity" and len(m.runs) == len(cap.probes) >= 2
     assert [r.spec.scenario for r in m.runs] == ["server"] * len(m.runs)
-    assert [r.spec.rate for r in m.runs] == [p["rate"] for p in cap["probes"]]
-    assert cap["complete"], cap["stopped"]
-    assert cap["upper"] is not None and (cap["upper"] - cap["lower"]) / cap["lower"] <= 0.2
-    assert 1 <= cap["requests_per_s"] <= 16, cap
-    for p, r in zip(cap["probes"], m.runs):
-        assert r.goodput is not None and p["attainment"] == r.goodput.attainment
-        assert p["passed"] == (r.goodput.attainment >= 0.9)
+    assert [r.spec.rate for r in m.runs] == [p.rate for p in cap.probes]
+    assert cap.complete, cap.stopped
+    assert cap.upper is not None and (cap.upper - cap.lower) / cap.lower <= 0.2
+    assert 1 <= cap.requests_per_s <= 16, cap
+    for p, r in zip(cap.probes, m.runs):
+        assert r.goodput is not None and p.attainment == r.goodput.attainment
+        assert p.passed == (r.goodput.attainment >= 0.9)
     assert capacity_comparison([cap] * 5, cap, tolerance=0.1).verdict == "pass"

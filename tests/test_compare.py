@@ -88,13 +88,13 @@ def test_a_blanket_tolerance_does_not_widen_the_error_rates_absolute_one(tmp_pat
 def _baseline_of_one_sitting(path, sessions: int = 5) -> str:
     """A stored baseline of ``sessions`` sessions recorded back to back on 2026-11-01."""
     from pytest_goodput.judge.evidence import samples_of
-    from pytest_goodput.schema.runs.baseline import BaselineRun
+    from pytest_goodput.schema.runs.session import Session
     from pytest_goodput.schema.environment import Fingerprint
     from pytest_goodput.store import baseline as store
 
     for k in range(sessions):
         r = result(1.0, 10 + k)
-        run = BaselineRun(recorded_at=f"2026-11-01T10:0{k}:00+00:00", environment=Fingerprint(),
+        run = Session(recorded_at=f"2026-11-01T10:0{k}:00+00:00", environment=Fingerprint(),
                           samples=samples_of([r]))
         store.record(path, nodeid="run", spec=r.spec.model_dump(mode="json"),
                      spec_hash=r.spec.identity_hash(), run=run, existing=None)

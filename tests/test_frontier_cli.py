@@ -128,14 +128,14 @@ EQUAL = "at equal load"
 def baseline_file(path: Path, runs: list[RunResult], sessions: int) -> Path:
     """A stored baseline of the sweep, recorded ``sessions`` times (the default is 5)."""
     from pytest_goodput.judge.evidence import from_sweep_runs
-    from pytest_goodput.schema.runs.baseline import BaselineRun
+    from pytest_goodput.schema.runs.session import Session, Sweep
     from pytest_goodput.schema.environment import Fingerprint
     from pytest_goodput.store import baseline as store
 
     ev = from_sweep_runs(runs)
     for _ in range(sessions):
-        run = BaselineRun(recorded_at=store.now_iso(), environment=Fingerprint(), samples=ev.latest,
-                          frontier=ev.frontier)
+        run = Session(recorded_at=store.now_iso(), environment=Fingerprint(), samples=ev.latest,
+                      sweep=Sweep(frontier=ev.frontier or []))
         store.record(path, nodeid="tests/test_perf.py::test_sweep", spec=ev.spec.model_dump(mode="json"),
                      spec_hash=ev.spec_hash, run=run, existing=None)
     return path

@@ -13,6 +13,7 @@ import pytest
 from judge_scenarios import Workload, evidence, run
 from pytest_goodput.judge import Policy, fails, judge
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.runs.session import Sweep
 from pytest_goodput.schema.scenario.spec import build_spec
 
 LOADS = (1.0, 4.0, 16.0)
@@ -37,15 +38,21 @@ def frontier(points: list[Samples]) -> list[dict]:
     return out
 
 
+def with_frontier(side, points: list[Samples]):
+    """``side`` with its newest session's sweep frontier."""
+    newest = side.sessions[-1].model_copy(update={"sweep": Sweep(frontier=frontier(points))})
+    return dataclasses.replace(side, sessions=[*side.sessions[:-1], newest])
+
+
 def judged(interactivity_tolerance: float):
     spec = build_spec(dict(scenario="sweep", sweep=list(LOADS), requests=120, isl=128, osl=64,
                            interactivity_tolerance=interactivity_tolerance))
     sessions = [session(seed) for seed in (1, 2, 3)]
-    baseline = dataclasses.replace(evidence(spec, sessions), frontier=frontier(sessions[-1]))
+    baseline = with_frontier(evidence(spec, sessions), sessions[-1])
     # The same engine, every point's TPOT 1 % longer: its interactivity lands just left of the
     # baseline's at every load, as a rerun's may.
     now = session(9, tpot_factor=1.01)
-    current = dataclasses.replace(evidence(spec, [now]), frontier=frontier(now))
+    current = with_frontier(evidence(spec, [now]), now)
     return judge("t.py::test_sweep", current, baseline, Policy())
 
 
@@ -53,8 +60,8 @@ def test_interactivity_tolerance_changes_the_step_view_and_no_verdict() -> None:
     strict, loose, wide = judged(0.0), judged(0.05), judged(0.5)
     # The view: with no slack every baseline point misses the lookup and is matched with a
     # slower point; with the default slack each is matched with its twin.
-    assert strict.frontier["comparison"]["verdict"] == "regressed"
-    assert loose.frontier["comparison"]["verdict"] == "pass"
+    assert strict.frontier.comparison.verdict == "regressed"
+    assert loose.frontier.comparison.verdict == "pass"
     # The verdict: the same at every setting, from the points compared at equal load.
     for out in (strict, loose, wide):
         assert {c.metric: c.verdict for c in out.comparisons} == \
@@ -62,7 +69,7 @@ def test_interactivity_tolerance_changes_the_step_view_and_no_verdict() -> None:
         assert not fails(out, Policy())
     row = next(c for c in loose.comparisons if c.metric == "frontier_throughput")
     assert row.verdict != "regressed" and row.method.startswith("equal-load points")
-    assert [p["load"] for p in loose.frontier["comparison"]["by_load"]] == list(LOADS)
+    assert [p.load for p in loose.frontier.comparison.by_load] == list(LOADS)
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.0])

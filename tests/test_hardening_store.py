@@ -6,6 +6,8 @@ several ``--goodput-update-baseline`` runs on one directory at once.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import multiprocessing
 import subprocess
@@ -30,6 +32,7 @@ import pytest_goodput.report.md.markdown  # noqa: F401
 import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.store import baseline as store
 
 pytest_plugins = ["pytester"]
@@ -37,8 +40,8 @@ pytest_plugins = ["pytester"]
 NODEID = "t.py::t"
 
 
-def run(ttft: float = 10.0, n: int = 3) -> store.BaselineRun:
-    return store.BaselineRun(
+def run(ttft: float = 10.0, n: int = 3) -> Session:
+    return Session(
         recorded_at="2026-11-29T00:00:00+00:00",
         environment=Fingerprint(identity={"hardware": "h100", "model": "m", "scenario_hash": "x"},
                                 provenance={"engine_version": "1"}),
@@ -46,6 +49,19 @@ def run(ttft: float = 10.0, n: int = 3) -> store.BaselineRun:
         samples=[Samples(window_s=1.0, ok=[True] * n, ttft_ms=[ttft] * n, tpot_ms=[1.0] * n,
                          e2e_ms=[20.0] * n, output_tokens=[8] * n, prompt_tokens=[16] * n)],
     )
+
+
+def damage(path, change) -> None:
+    """Change the first run's sample columns in the baseline's samples file (``change`` edits
+    the columns dict in place) and name the new file in the JSON: damage, not a mismatched pair."""
+    data = json.loads(path.read_text())
+    old = path.parent / data["samples"]["file"]
+    doc = json.loads(gzip.decompress(old.read_bytes()))
+    change(doc["sessions"][0][0])
+    raw = gzip.compress(json.dumps(doc).encode())
+    old.write_bytes(raw)
+    data["samples"]["sha256"] = hashlib.sha256(raw).hexdigest()
+    path.write_text(json.dumps(data))
 
 
 def _append(args: tuple[str, int]) -> None:
@@ -64,7 +80,7 @@ def test_concurrent_recorders_keep_every_run(tmp_path):
         pool.map(_append, [(str(path), i) for i in range(writers)], chunksize=1)
     doc = store.load(path, NODEID)
     assert doc is not None
-    assert sorted(r.summary["metrics.ttft_ms.p99"] for r in doc.runs) == [float(i) for i in range(writers)]
+    assert sorted(r.summary["metrics.ttft_ms.p99"] for r in doc.sessions) == [float(i) for i in range(writers)]
 
 
 def test_concurrent_recorders_respect_the_history_limit(tmp_path):
@@ -77,7 +93,7 @@ def test_concurrent_recorders_respect_the_history_limit(tmp_path):
         p.join(timeout=60)
         assert p.exitcode == 0
     doc = store.load(path, NODEID)
-    assert doc is not None and len(doc.runs) == 5
+    assert doc is not None and len(doc.sessions) == 5
 
 
 def _limited(path: str, i: int) -> None:
@@ -89,9 +105,7 @@ def _limited(path: str, i: int) -> None:
 def _bad_columns(tmp_path):
     path = tmp_path / "base" / "t.json"
     store.record(path, nodeid=NODEID, spec={"rate": 1}, spec_hash="x", run=run(), existing=None)
-    data = json.loads(path.read_text())
-    data["runs"][0]["samples"][0]["tpot_ms"] = [1.0]  # 1 value for 3 requests
-    path.write_text(json.dumps(data))
+    damage(path, lambda c: c.update(tpot_ms=[1.0]))  # 1 value for 3 requests
     return path
 
 
@@ -157,9 +171,7 @@ def test_server():
     pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline",
                        "--goodput-sessions=1").assert_outcomes(passed=1)
     base = pytester.path / ".goodput/baselines/test_perf/test_server.json"
-    data = json.loads(base.read_text())
-    data["runs"][0]["samples"][0]["ok"] = data["runs"][0]["samples"][0]["ok"][:-1]
-    base.write_text(json.dumps(data))
+    damage(base, lambda c: c.update(ok=c["ok"][:-1]))
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
     out = res.stdout.str() + res.stderr.str()
     assert res.ret != 0 and "INTERNALERROR" not in out
@@ -191,10 +203,8 @@ def test_written_files_are_readable_by_others(tmp_path):
 def test_impossible_sample_values_are_a_named_error(tmp_path, column, value, words):
     path = tmp_path / "t.json"
     store.record(path, nodeid=NODEID, spec={"rate": 1}, spec_hash="x", run=run(), existing=None)
-    data = json.loads(path.read_text())
-    samples = data["runs"][0]["samples"][0]
-    samples[column] = value if column == "window_s" else [samples[column][0]] * 2 + [value]
-    path.write_text(json.dumps(data))  # json writes NaN as NaN, and reads it back
+    # json writes NaN as NaN, and reads it back
+    damage(path, lambda c: c.update({column: value if column == "window_s" else [c[column][0]] * 2 + [value]}))
     with pytest.raises(store.BaselineError) as ei:
         store.load(path)
     assert str(path) in str(ei.value) and f"samples.0.{column}: {words}" in str(ei.value)

@@ -53,7 +53,7 @@ from pytest_goodput.judge.shapes.frontier import compare_frontiers
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
+from pytest_goodput.schema.outcomes.frontier import FrontierComparison
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult, Samples
 from pytest_goodput.schema.cpus import plan_cpus
@@ -173,7 +173,7 @@ def test_concurrency_scenario_is_measured_exactly(engine: Engine) -> None:
 
 def frontier_gate(base: Measurement, cur: Measurement) -> FrontierComparison:
     """What the plugin does for a sweep: every baseline frontier point judged, beyond noise."""
-    points = lambda m: [FrontierPoint(**p) for p in m.frontier["points"]]  # noqa: E731
+    points = lambda m: list(m.frontier.points)  # noqa: E731
     base_samples = [Samples.from_records(r.requests, r.window.seconds) for r in base.runs]
     noise = sweep_noise(SWEEP.sweep, SWEEP.sweep_over, base_samples,
                         [Samples.from_records(r.requests, r.window.seconds) for r in cur.runs])

@@ -29,6 +29,7 @@ import pytest_goodput.report.github  # noqa: F401
 import pytest_goodput.report.md.markdown  # noqa: F401
 import pytest_goodput.report.text.terminal  # noqa: F401
 from pytest_goodput.engines.engine import simulator
+from pytest_goodput.store import baseline as baseline_store
 
 pytest_plugins = ["pytester"]
 
@@ -111,12 +112,12 @@ def test_attach_compare_new_then_pass_then_unused(pytester, sim_url):
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-update-baseline")
     res.assert_outcomes(passed=1)
     base = pytester.path / ".goodput/baselines/test_perf/test_server.json"
-    doc = json.loads(base.read_text())
-    assert doc["kind"] == "pytest-goodput-baseline" and doc["nodeid"] == "test_perf.py::test_server"
+    doc = baseline_store.load(base)
+    assert doc is not None and doc.nodeid == "test_perf.py::test_server"
     # One update records five sessions; an attached engine is not relaunched between them,
     # and the session says so.
-    assert len(doc["runs"]) == 5 and len(doc["runs"][0]["samples"][0]["ttft_ms"]) == 40
-    assert doc["runs"][0]["environment"]["identity"]["hardware"] == "unlabelled"
+    assert len(doc.sessions) == 5 and len(doc.sessions[0].samples[0].ttft_ms) == 40
+    assert doc.sessions[0].environment.identity["hardware"] == "unlabelled"
     res.stdout.fnmatch_lines(["*note: test_perf.py::test_server: the 5 recorded sessions share one "
                               "engine process (attach*"])
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")

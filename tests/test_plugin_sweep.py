@@ -7,7 +7,6 @@ sweep or a search records and how it is compared, not about the noise of several
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -23,6 +22,7 @@ import pytest_goodput.judge.noise.frontier_noise
 import pytest_goodput.judge.scalar.verdicts
 import pytest_goodput.load.coordinator
 import pytest_goodput.report.md.markdown  # noqa: F401
+from pytest_goodput.store import baseline as baseline_store
 from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]
@@ -44,12 +44,12 @@ def test_sweep_baseline_then_same_engine_passes_and_half_kv_regresses(pytester, 
         res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
                                  "--goodput-sessions=1")
         res.assert_outcomes(passed=1)
-        doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_frontier.json").read_text())
-        run = doc["runs"][0]
-        assert len(run["samples"]) == 3 and run["frontier"]
-        assert run["summary"]["frontier.max_output_tokens_per_s"] > 0
+        doc = baseline_store.load(pytester.path / ".goodput/baselines/test_perf/test_frontier.json")
+        run = doc.sessions[0]
+        assert len(run.samples) == 3 and run.sweep is not None and run.sweep.frontier
+        assert run.summary["frontier.max_output_tokens_per_s"] > 0
         # The engine's own gauges, sampled during the runs, are kept for the report's "why" block.
-        assert run["summary"]["server.running_max"] >= 1 and "server.kv_cache_usage_mean" in run["summary"]
+        assert run.summary["server.running_max"] >= 1 and "server.kv_cache_usage_mean" in run.summary
         pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-baseline").assert_outcomes(passed=1)
     summary = pytester.path / "step_summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
@@ -97,13 +97,13 @@ def test_a_rate_sweep_stops_past_the_knee_and_names_where_saturation_began(pytes
         res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
                                  "--goodput-sessions=1")
     res.assert_outcomes(passed=1)
-    doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_rates.json").read_text())
-    run = doc["runs"][0]
-    step = int(run["summary"]["sweep.saturation_step"])
-    began = run["summary"]["sweep.saturation_load"]
+    doc = baseline_store.load(pytester.path / ".goodput/baselines/test_perf/test_rates.json")
+    run = doc.sessions[0]
+    step = int(run.summary["sweep.saturation_step"])
+    began = run.summary["sweep.saturation_load"]
     loads = [2.0, 8.0, 64.0, 128.0, 256.0]
     assert 1 <= step <= 2 and began == loads[step]  # rate 2 keeps up; 64 is past the knee
-    assert len(run["samples"]) == step + 1  # nothing measured above it
+    assert len(run.samples) == step + 1  # nothing measured above it
     skipped = loads[step + 1:]
     out = res.stdout.str()
     assert f"test_perf.py::test_rates: saturation: began at rate {began:g} req/s (" in out
@@ -124,8 +124,8 @@ def test_capacity():
         res = pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
                                  "--goodput-sessions=1")
         res.assert_outcomes(passed=1)
-        doc = json.loads((pytester.path / ".goodput/baselines/test_cap/test_capacity.json").read_text())
-        cap = doc["runs"][0]["capacity"]
-        assert cap["requests_per_s"] > 0 and cap["probes"]
-        assert doc["runs"][0]["summary"]["capacity.requests_per_s"] == cap["requests_per_s"]
+        doc = baseline_store.load(pytester.path / ".goodput/baselines/test_cap/test_capacity.json")
+        cap = doc.sessions[0].capacity
+        assert cap is not None and cap.requests_per_s > 0 and cap.probes
+        assert doc.sessions[0].summary["capacity.requests_per_s"] == cap.requests_per_s
         assert "test_cap.py::test_capacity: capacity: " in res.stdout.str()

@@ -21,7 +21,7 @@ from pytest_goodput.measure.headline import key_metrics
 from pytest_goodput.measure.metrics import is_good, summarize
 from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, Samples
 from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 from pytest_goodput.sim import openai
@@ -348,10 +348,10 @@ def test_judge_outcome_names_the_workload_change():
     spec = build_spec({"scenario": "server", "rate": 10, "requests": 40, "seed": 3})
     n = 40
 
-    def ev_of(reasoning: int) -> Evidence:
+    def ev_of(reasoning: int) -> Side:
         s = samples([100.0 + i for i in range(n)], [reasoning] * n).model_copy(
             update={"output_tokens": [reasoning + 20] * n})
-        return Evidence(spec=spec, spec_hash=spec.identity_hash(), history=[[s]])
+        return Side.of_samples(spec, [[s]])
 
     outcome = judge("t::r1", ev_of(260), ev_of(200), Policy())
     assert outcome.baseline_status == "compared"
@@ -359,8 +359,8 @@ def test_judge_outcome_names_the_workload_change():
         "the model thinks 30 % longer (reasoning tokens per request 200 → 260): a workload "
         "change, not a performance change"]
     assert judge("t::r1", ev_of(205), ev_of(200), Policy()).workload_changes == []
-    gated = judge("t::r1", Evidence(spec=spec.model_copy(update={"gate": ("metrics.ttfo_ms.p99",)}),
-                                    spec_hash=spec.identity_hash(), history=ev_of(200).history),
+    gated = judge("t::r1", Side(spec.model_copy(update={"gate": ("metrics.ttfo_ms.p99",)}),
+                                spec.identity_hash(), ev_of(200).sessions),
                   ev_of(200), Policy())
     assert [c.metric for c in gated.comparisons] == ["metrics.ttfo_ms.p99", "error_rate"]
     ttfo = gated.comparisons[0]

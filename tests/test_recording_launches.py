@@ -49,7 +49,7 @@ def record(tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
 
 
 def runs_recorded(tmp: Path) -> dict[str, int]:
-    return {p.stem: len(json.loads(p.read_text())["runs"])
+    return {p.stem: len(json.loads(p.read_text())["sessions"])
             for p in (tmp / ".goodput/baselines/test_three").glob("*.json")}
 
 

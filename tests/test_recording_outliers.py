@@ -197,7 +197,7 @@ def test_recording_names_the_slowed_session_keeps_it_and_says_how_to_record_agai
                          "--goodput-history=5"), line
     # Nothing is dropped: the user decides.
     doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_served.json").read_text())
-    assert len(doc["runs"]) == 5
+    assert len(doc["sessions"]) == 5
     results = json.loads((pytester.path / "out.json").read_text())
     notes = [n for t in results["tests"] for n in t["outcome"]["notes"] if n.startswith(OUTLIER_NOTE)]
     assert len(notes) == 1 and "session 3 of 5" in notes[0]

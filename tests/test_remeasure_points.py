@@ -37,9 +37,9 @@ def test_a_probe_invalid_once_is_measured_again_and_the_search_goes_on(monkeypat
     seen = scripted(monkeypatch, lambda s, before: s.rate == 8.0 and before == 0)
     m = runner.measure(cap_spec(), None)  # type: ignore[arg-type]
     cap = m.capacity
-    assert cap is not None and cap["complete"] is True and cap.get("stopped") in (None, "")
+    assert cap is not None and cap.complete is True and cap.stopped in (None, "")
     assert [s.rate for s in seen][:5] == [1, 2, 4, 8, 8]  # 8 again, then bisection below it
-    assert 7.0 <= cap["requests_per_s"] <= 7.3 and cap["upper"] is not None
+    assert 7.0 <= cap.requests_per_s <= 7.3 and cap.upper is not None
     assert m.notes == ["probe at 8 req/s re-measured once: the client set the pace of the first run "
                        "(send lag P99 120 ms)"]
     assert all(r.client.valid for r in m.runs)  # the invalid first try is not kept
@@ -49,9 +49,9 @@ def test_a_probe_invalid_twice_stops_the_search_with_its_reason(monkeypatch: pyt
     seen = scripted(monkeypatch, lambda s, before: s.rate == 8.0)
     m = runner.measure(cap_spec(), None)  # type: ignore[arg-type]
     cap = m.capacity
-    assert cap is not None and cap["complete"] is False
+    assert cap is not None and cap.complete is False
     assert [s.rate for s in seen] == [1, 2, 4, 8, 8]
-    assert "8 req/s is invalid" in cap["stopped"] and len(m.notes) == 1
+    assert "8 req/s is invalid" in cap.stopped and len(m.notes) == 1
 
 
 def test_a_sweep_point_invalid_once_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -122,9 +122,9 @@ def test_frontier_uses_mermaid_when_available(chart):
 def test_frontier_with_the_real_chart_renderer():
     # A sweep's outcome as the session records it: the current frontier under "frontier".
     o = fx.sweep()
-    fr = dict(o.frontier)
+    fr = o.frontier.model_dump(mode="json")
     fr["frontier"] = fr.pop("current")
-    text = render_markdown([o.model_copy(update={"frontier": fr})])
+    text = render_markdown([o.model_validate({**o.model_dump(mode="json"), "frontier": fr})])
     block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
     assert block.startswith('%%{init: {"theme": "base", "themeVariables": {"xyChart": '
                             '{"plotColorPalette": "#D55E00, #0072B2"}}}}%%\nxychart-beta\n')
@@ -138,8 +138,9 @@ def test_frontier_falls_back_to_a_table(monkeypatch):
     # Per point: 610 / 600 = 1.02 times the baseline's throughput, TPOT 50 -> 50 ms (ratio 1.00).
     assert "| concurrency 16 | 20 | 610 | ❌ no | 600 | 1.02 | 1.00 | ✅ pass |" in text
     # Without per-point data the two frontiers are listed as numbers.
-    fr = {k: v for k, v in fx.sweep().frontier.items() if k != "points" and k != "comparison"}
-    bare = render_markdown([fx.sweep().model_copy(update={"frontier": fr})])
+    o = fx.sweep()
+    fr = {k: v for k, v in o.frontier.model_dump(mode="json").items() if k != "points" and k != "comparison"}
+    bare = render_markdown([o.model_validate({**o.model_dump(mode="json"), "frontier": fr})])
     assert "| baseline | 33.3 | 400 |" in bare and "| current | 20 | 610 |" in bare
 
 

@@ -93,7 +93,7 @@ def test_capacity_probes_count_forward_and_are_named(monkeypatch):
     assert [t for _, t in seen[:6]] == [0] * 6
     assert seen[6] == (35, 50)
     assert stages[0] == "probe at 2 req/s, 1" and stages[3] == "probe at 6 req/s, 4/5"
-    assert m.capacity["requests_per_s"] == 4.0
+    assert m.capacity.requests_per_s == 4.0
 
 
 def test_progress_line_names_the_stage_and_never_goes_back():

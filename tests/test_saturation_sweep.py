@@ -51,12 +51,12 @@ def test_the_sweep_stops_at_the_first_point_past_saturation(monkeypatch: pytest.
     m, ran = run_sweep(monkeypatch, KNEE_AT_16)
     assert ran == [1.0, 4.0, 16.0] and len(m.runs) == 3
     assert m.frontier is not None
-    sat = m.frontier["saturation"]
-    assert sat["measured"] == [1, 4, 16] and sat["began_at"] == 16 and sat["step"] == 2
-    assert sat["skipped"] == [32] and sat["saved_s"] == pytest.approx(
+    sat = m.frontier.saturation
+    assert sat.measured == [1, 4, 16] and sat.began_at == 16 and sat.step == 2
+    assert sat.skipped == [32] and sat.saved_s == pytest.approx(
         sum(r.window.seconds for r in m.runs) / 3)
-    assert [p["past"] for p in sat["points"]] == [False, False, True]
-    assert "throughput ×1.053 <" in sat["reason"]
+    assert [p.past for p in sat.points] == [False, False, True]
+    assert "throughput ×1.053 <" in sat.reason
     assert any(n.startswith("sweep stopped: past saturation at concurrency 16") and
                "skipped concurrency 32, 1 point(s)" in n for n in m.notes)
     assert measurement_metrics(m)["sweep.saturation_step"] == 2.0
@@ -66,8 +66,8 @@ def test_the_sweep_stops_at_the_first_point_past_saturation(monkeypatch: pytest.
 def test_saturation_stop_false_keeps_climbing(monkeypatch: pytest.MonkeyPatch) -> None:
     m, ran = run_sweep(monkeypatch, KNEE_AT_16, SPEC.model_copy(update={"saturation_stop": False}))
     assert ran == [1.0, 4.0, 16.0, 32.0] and m.frontier is not None
-    sat = m.frontier["saturation"]
-    assert sat["began_at"] == 16 and sat["skipped"] == [] and "saved_s" not in sat
+    sat = m.frontier.saturation
+    assert sat.began_at == 16 and sat.skipped == [] and sat.saved_s is None
     assert not any(n.startswith("sweep stopped") for n in m.notes)
     # Not part of what a point measures: the same baseline serves both.
     assert SPEC.model_copy(update={"saturation_stop": False}).identity_hash() == SPEC.identity_hash()
@@ -77,8 +77,8 @@ def test_no_point_past_saturation_measures_the_whole_sweep(monkeypatch: pytest.M
     flat = {1: (100.0, 1000.0), 4: (390.0, 1000.0), 16: (1500.0, 1050.0), 32: (2900.0, 1100.0)}
     m, ran = run_sweep(monkeypatch, flat)
     assert len(ran) == 4 and m.frontier is not None
-    sat = m.frontier["saturation"]
-    assert sat["began_at"] is None and sat["step"] == 4 and sat["skipped"] == []
+    sat = m.frontier.saturation
+    assert sat.began_at is None and sat.step == 4 and sat.skipped == []
     assert "sweep.saturation_load" not in measurement_metrics(m)
 
 
@@ -89,9 +89,9 @@ def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.
     rows = {c.metric: c for c in outcome.comparisons}
     sat = rows["sweep.saturation_load"]
     assert sat.verdict == "regressed" and (sat.baseline, sat.current) == (32.0, 4.0)
-    assert outcome.frontier is not None and outcome.frontier["saturation"]["began_at"] == 4
+    assert outcome.frontier is not None and outcome.frontier.saturation is not None and outcome.frontier.saturation.began_at == 4
     # The skipped points are not compared at equal load; the two measured ones are.
-    assert [p["load"] for p in outcome.frontier["comparison"]["by_load"]] == [1.0, 4.0]
+    assert [p.load for p in outcome.frontier.comparison.by_load] == [1.0, 4.0]
     # One step lower may be noise; against itself: pass.
     one = judge("t.py::test_sweep", from_measurement(run_sweep(monkeypatch, KNEE_AT_16)[0]),
                 from_measurements(base), Policy())
@@ -108,7 +108,7 @@ def test_run_files_of_a_stopped_sweep_are_the_baselines_sweep(monkeypatch: pytes
     m, _ = run_sweep(monkeypatch, KNEE_AT_16)
     ev = from_sweep_runs(m.runs, like=SPEC)
     assert ev.spec.sweep == SPEC.sweep and ev.spec_hash == SPEC.identity_hash()
-    assert ev.saturation is not None and ev.saturation["skipped"] == [32] and ev.saturation_steps == [2.0]
+    assert ev.saturation is not None and ev.saturation.skipped == [32] and ev.saturation_steps == [2.0]
     # A shorter sweep whose last point is not past saturation is another sweep.
     flat = {1: (100.0, 1000.0), 4: (390.0, 1000.0)}
     short, _ = run_sweep(monkeypatch, flat, SPEC.model_copy(update={"sweep": (1, 4)}))

@@ -4,7 +4,6 @@ Sessions are session-major: every goodput test runs once per session on that ses
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -15,6 +14,7 @@ import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
+from pytest_goodput.store import baseline as baseline_store
 
 pytest_plugins = ["pytester"]
 
@@ -40,9 +40,9 @@ def test_update_records_every_session_and_relaunches_the_simulator(pytester):
     pytester.makepyfile(test_perf=RELAUNCHED)
     res = pytester.runpytest("--goodput-update-baseline", "--goodput-sessions=3")
     res.assert_outcomes(passed=2)
-    doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_closed.json").read_text())
-    assert len(doc["runs"]) == 3
-    assert all(len(run["samples"]) == 1 for run in doc["runs"])  # one repeat per session
+    doc = baseline_store.load(pytester.path / ".goodput/baselines/test_perf/test_closed.json")
+    assert doc is not None and len(doc.sessions) == 3
+    assert all(len(run.samples) == 1 for run in doc.sessions)  # one repeat per session
     res.stdout.fnmatch_lines(["*3 session(s) recorded*"])
     # The recording ends with what the baseline lets one PR launch detect (its power plan).
     res.stdout.fnmatch_lines(["*baseline written:*test_closed.json",

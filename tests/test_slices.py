@@ -144,7 +144,8 @@ def test_judge_rule_by_hand():
 
 
 def test_the_judge_gates_degradation_against_the_baselines_own():
-    from pytest_goodput.schema.runs.baseline import BaselineFile, BaselineRun
+    from pytest_goodput.schema.runs.baseline import BaselineFile
+    from pytest_goodput.schema.runs.session import Session
     from pytest_goodput.schema.environment import Fingerprint
 
     run = hand_run().model_copy(update={"slices": run_slices(hand_run())})
@@ -152,7 +153,7 @@ def test_the_judge_gates_degradation_against_the_baselines_own():
     assert current.degradation[0]["degradation.tpot_ms.p50"][0] == pytest.approx(0.6)
     flat = {"degradation.tpot_ms.p50": 0.0, "degradation.tpot_ms.p50.sd": 0.02}
     doc = BaselineFile(nodeid="t", spec=SPEC.model_dump(mode="json"), spec_hash=SPEC.identity_hash(),
-                       runs=[BaselineRun(recorded_at="2026-12-01T00:00:00+00:00", environment=Fingerprint(),
+                       sessions=[Session(recorded_at="2026-12-01T00:00:00+00:00", environment=Fingerprint(),
                                          summary=flat, samples=current.history[0])])
     outcome = judge("t", current, from_baseline(doc, SPEC), Policy())
     rows = {c.metric: c for c in outcome.comparisons}

@@ -50,7 +50,7 @@ def _record(pytester: pytest.Pytester, url: str) -> None:
     res = pytester.runpytest(f"--goodput-url={url}", "--goodput-update-baseline", "--goodput-sessions=1")
     res.assert_outcomes(passed=1)
     doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_slices.json").read_text())
-    summary = doc["runs"][0]["summary"]
+    summary = doc["sessions"][0]["summary"]
     # the session's degradation is kept, and its noise, for later sessions to be held to
     assert {"degradation.output_tokens_per_s", "degradation.tpot_ms.p50"} <= set(summary)
     assert "degradation.output_tokens_per_s.sd" in summary

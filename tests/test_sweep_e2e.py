@@ -108,7 +108,7 @@ def gate(base: Measurement, cur: Measurement) -> Outcome:
 
 def by_load(outcome: Outcome) -> dict[float, str]:
     assert outcome.frontier is not None
-    return {p["load"]: p["verdict"] for p in outcome.frontier["comparison"]["by_load"]}
+    return {p.load: p.verdict for p in outcome.frontier.comparison.by_load}
 
 
 def test_half_kv_regresses_at_high_concurrency(baseline: Measurement, half_kv: Measurement) -> None:
@@ -119,7 +119,7 @@ def test_half_kv_regresses_at_high_concurrency(baseline: Measurement, half_kv: M
     verdicts_ = by_load(outcome)
     assert all(verdicts_[load] == "regressed" for load in HIGH), verdicts_
     assert all(verdicts_[load] != "regressed" for load in LOW), verdicts_
-    changes = {p["load"]: p["throughput"]["change"] for p in outcome.frontier["comparison"]["by_load"]}
+    changes = {p.load: p.throughput.change for p in outcome.frontier.comparison.by_load}
     assert all(-0.4 < changes[load] < -0.1 for load in HIGH), changes
 
 

@@ -243,9 +243,12 @@ def test_push_records_baselines_in_the_cache_and_an_artifact(world):
     wanted = {f"ci-baselines/test_serving/{t}.json" for t in ("test_concurrency_per_user", "test_frontier")}
     wanted |= {f"history/test_serving/{t}.jsonl" for t in ("test_concurrency_per_user", "test_frontier")}
     for where in (cached, artifact):  # the artifact too: .goodput/ is a hidden directory
-        assert {str(p.relative_to(where)) for p in where.rglob("*") if p.is_file()} == wanted, where
+        files = {str(p.relative_to(where)) for p in where.rglob("*") if p.is_file()}
+        samples = {f for f in files if f.endswith(".samples.json.gz")}  # named by their digest
+        assert files - samples == wanted, where
+        assert sorted(f.split(".")[0] for f in samples) == sorted(w[:-5] for w in wanted if w.endswith(".json"))
         doc = json.loads((where / "ci-baselines/test_serving/test_frontier.json").read_text())
-        assert len(doc["runs"]) == 5  # the default five sessions
+        assert len(doc["sessions"]) == 5  # the default five sessions
 
 
 def test_unchanged_pull_request_passes_summarizes_and_comments(world):
@@ -506,8 +509,8 @@ def test_gpu_push_records_one_launch_appended_per_class(gpu_world):
             assert f"goodput-{gpu}-main-{run.run_id}" in keys
             art = gpu_world.gh.artifact_dir(run.run_id, f"goodput-baselines-{gpu}-main")
             doc = json.loads((art / "ci-baselines/test_gpu/test_two_users.json").read_text())
-            assert len(doc["runs"]) == 5  # the newest five kept: the second push replaced the oldest
-            assert {r["environment"]["identity"]["hardware"] for r in doc["runs"]} == {gpu}
+            assert len(doc["sessions"]) == 5  # the newest five kept: the second push replaced the oldest
+            assert {r["environment"]["identity"]["hardware"] for r in doc["sessions"]} == {gpu}
         restored = gpu_job(second, gpu).step("Restore the baselines").log
         assert restored == f"Cache restored from key: goodput-{gpu}-main-{first.run_id}"  # its own class's
 

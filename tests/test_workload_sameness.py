@@ -14,7 +14,7 @@ from pytest_goodput.load.requests.prompt_set import DURATION_COVERED, prompt_set
 from pytest_goodput.load.requests.workload import build_workload
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.report.text.terminal import failure_message, render_summary
-from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.schema.outcomes.workload_check import PromptSet
@@ -146,8 +146,8 @@ def test_prompt_fingerprints_decide_comparability():
     assert check_workload([[samples([4] * 4)]], [samples([4] * 4, fp=fewer)])[0].prompts == "unchecked"
 
 
-def evidence(s: Samples) -> Evidence:
-    return Evidence(spec=SPEC, spec_hash=SPEC.identity_hash(), history=[[s]])
+def evidence(s: Samples) -> Side:
+    return Side.of_samples(SPEC, [[s]])
 
 
 def test_the_judge_names_the_change_and_strict_mode_fails_it():

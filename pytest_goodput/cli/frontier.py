@@ -36,9 +36,10 @@ from pytest_goodput.measure.frontier import (
     point_from_result,
 )
 from pytest_goodput.report import plot
-from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
+from pytest_goodput.schema.outcomes.shapes import LoadComparison
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.store.readers import load_evidence
 
@@ -54,7 +55,7 @@ class Sweep:
     name: str
     points: list[FrontierPoint]
     percentile: float = 50.0
-    evidence: Optional[Evidence] = None
+    evidence: Optional[Side] = None
     runs: list[RunResult] = field(default_factory=list)
 
     @property
@@ -85,7 +86,7 @@ def _points(path: Path, items: list[Any], where: str) -> list[FrontierPoint]:
         raise _invalid(path, where, err) from None
 
 
-def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Evidence] = None) -> Sweep:
+def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Side] = None) -> Sweep:
     """A sweep read from bare run results, one per point (``read``: what else the file said)."""
     ev = from_sweep_runs(runs, read.env if read is not None else None)
     points = [point_from_result(r, ev.spec.frontier_percentile, ev.spec.gpus) for r in runs]
@@ -93,7 +94,7 @@ def sweep_from_runs(name: str, runs: list[RunResult], read: Optional[Evidence] =
                  runs=runs)
 
 
-def _from_evidence(path: Path, name: str, ev: Evidence) -> Sweep:
+def _from_evidence(path: Path, name: str, ev: Side) -> Sweep:
     """A sweep test as the judge reads it: its newest session's points (or frontier)."""
     if ev.spec.scenario != "sweep" and ev.results:  # a session document without the test's spec
         return sweep_from_runs(name, ev.results, ev)
@@ -101,7 +102,7 @@ def _from_evidence(path: Path, name: str, ev: Evidence) -> Sweep:
     if ev.results:
         points = [point_from_result(r, pct, ev.spec.gpus) for r in ev.results]
     else:
-        points = _points(path, ev.points or ev.frontier or [], f"{name} frontier")
+        points = list(ev.points or ev.frontier or [])
     return Sweep(name=name, points=points, percentile=pct, evidence=ev if ev.samples else None)
 
 
@@ -220,23 +221,22 @@ def render_step_lookup(cmp: FrontierComparison) -> str:
                       f"verdict){tail}", tabulate(rows, head, disable_numparse=True)])
 
 
-def _change(c: Optional[dict[str, Any]]) -> str:
-    if not c or c.get("change") is None:
+def _change(c: Optional[MetricComparison]) -> str:
+    if c is None or c.change is None:
         return "-"
-    lo, hi = c.get("interval") or (None, None)
-    span = "" if lo is None else f" [{lo:+.1%}, {hi:+.1%}]"
-    return f"{round(c['change'], 6) + 0.0:+.1%}{span}"  # no "-0.0%" from rounding noise
+    lo, hi = c.interval or (None, None)
+    span = "" if lo is None or hi is None else f" [{lo:+.1%}, {hi:+.1%}]"
+    return f"{round(c.change, 6) + 0.0:+.1%}{span}"  # no "-0.0%" from rounding noise
 
 
-def render_by_load(by_load: list[dict[str, Any]], sweep_over: str, sessions: int,
+def render_by_load(by_load: list[LoadComparison], sweep_over: str, sessions: int,
                    percentile: float) -> str:
     """The gate's comparison: every point against the same load in every baseline session."""
     rows = []
     for p in by_load:
-        thr, tpot = p["throughput"], p.get("tpot")
-        rows.append([_load_label(p["load"], sweep_over), _num(thr.get("baseline")), _num(thr.get("current")),
-                     _change(thr), _change(tpot),
-                     f"{VERDICT_SYMBOL.get(p['verdict'], '')} {p['verdict']}"])
+        thr = p.throughput
+        rows.append([_load_label(p.load, sweep_over), _num(thr.baseline), _num(thr.current),
+                     _change(thr), _change(p.tpot), f"{VERDICT_SYMBOL.get(p.verdict, '')} {p.verdict}"])
     head = ["load", "baseline tok/s", "current tok/s", "throughput change",
             f"TPOT P{percentile:g} change", "verdict"]
     return "\n".join([f"at equal load, against {sessions} baseline session(s) (the verdict):",
@@ -249,12 +249,12 @@ def render_outcome(outcome: TestOutcome, sessions: int) -> str:
         return f"baseline: {VERDICT_SYMBOL.get('incomparable', '')} incomparable: " + "; ".join(
             outcome.incomparable_reasons)
     lines = []
-    frontier = (outcome.frontier or {}).get("comparison") or {}
-    if frontier.get("by_load") is not None:
-        lines.append(render_by_load(frontier["by_load"], outcome.spec.get("sweep_over", "concurrency"),
+    frontier = outcome.frontier.comparison if outcome.frontier is not None else None
+    if frontier is not None and "by_load" in frontier.model_fields_set:
+        lines.append(render_by_load(frontier.by_load, outcome.spec.get("sweep_over", "concurrency"),
                                     sessions, float(outcome.spec.get("frontier_percentile") or 50)))
-    if frontier.get("points"):
-        step = {k: v for k, v in frontier.items() if k != "by_load"}
+    if frontier is not None and frontier.points:
+        step = frontier.model_dump(mode="json", exclude={"by_load"})
         lines.append("\n" + render_step_lookup(FrontierComparison.model_validate(step)))
     by_metric: dict[str, MetricComparison] = {c.metric: c for c in outcome.comparisons}
     front = by_metric.pop("frontier_throughput", None)

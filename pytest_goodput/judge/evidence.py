@@ -1,4 +1,4 @@
-"""Evidence for the judge from what the product holds: a measurement, a baseline file, run results."""
+"""The judge's input from what the product holds: sessions of a measurement, a baseline, run results."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pytest_goodput.measure.headline import key_metrics, measurement_metrics
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.schema.runs.baseline import BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.evidence import Evidence
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult, Samples
+from pytest_goodput.schema.runs.session import Session, Sweep
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -26,86 +27,64 @@ def samples_of(runs: list[RunResult]) -> list[Samples]:
     return [Samples.from_records(r.requests, r.samples_window_s(), r.prompt_set) for r in runs]
 
 
-def _cpu(env: Optional[Fingerprint]) -> Optional[str]:
-    return env.provenance.get("client_cpu") if env is not None else None
+def session_of(m: Measurement, env: Optional[Fingerprint] = None, at: Optional[str] = None) -> Session:
+    """A fresh measurement as one session: its samples, headline numbers, shapes and results."""
+    return Session(
+        recorded_at=at, environment=env, summary=measurement_metrics(m), samples=samples_of(m.runs),
+        sweep=m.frontier, capacity=m.capacity, degradation=_degradation(m.runs), results=list(m.runs),
+    )
 
 
 def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
-                     at: Optional[str] = None) -> Evidence:
+                     at: Optional[str] = None) -> Side:
     """A fresh measurement: one session of runs, its frontier or capacity, its headline numbers.
 
     ``at``: when it was measured (ISO 8601), so the judge can tell whether it shares a
     sitting with the baseline's sessions.
     """
-    frontier = m.frontier or {}
-    return Evidence(
-        recorded_at=[at], client_cpus=[_cpu(env)],
-        spec=m.spec, spec_hash=m.spec.identity_hash(), history=[samples_of(m.runs)], env=env,
-        summary=measurement_metrics(m), results=list(m.runs),
-        frontier=frontier.get("current") if m.frontier is not None else None,
-        points=frontier.get("points") if m.frontier is not None else None,
-        capacity=m.capacity,
-        capacities=[m.capacity] if m.capacity is not None else [],
-        saturation_steps=[_step(frontier.get("saturation"))],
-        saturation=frontier.get("saturation"),
-        degradation=[_degradation(m.runs)],
-    )
+    return Side(m.spec, m.spec.identity_hash(), [session_of(m, env, at)])
 
 
 def _degradation(runs: list[RunResult]) -> dict[str, tuple[float, Optional[float]]]:
     return session_degradation([r.slices for r in runs])
 
 
-def _step(saturation: Optional[dict]) -> Optional[float]:
-    return None if saturation is None else float(saturation["step"])
-
-
 def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
-                      at: Optional[str] = None) -> Evidence:
+                      at: Optional[str] = None) -> Side:
     """The PR measured over several engine launches, one session each (oldest first): the
-    judge counts them as that many draws of the launch level (``judge/sequential/head_launches.py``)."""
-    last = from_measurement(ms[-1], env, at)
-    last.history = [samples_of(m.runs) for m in ms]
-    last.saturation_steps = [_step((m.frontier or {}).get("saturation")) for m in ms]
-    last.results = [r for m in ms for r in m.runs]
-    last.degradation = [_degradation(m.runs) for m in ms]
-    return last
+    judge counts them as that many draws of the launch level (``judge/sequential/head_launches.py``).
+    Every session but the newest is known by its samples, degradation and saturation only."""
+    sessions = [Session(environment=env, summary=measurement_metrics(m), samples=samples_of(m.runs),
+                        sweep=m.frontier, degradation=_degradation(m.runs),
+                        results=list(m.runs)) for m in ms[:-1]]
+    return Side(ms[-1].spec, ms[-1].spec.identity_hash(), [*sessions, session_of(ms[-1], env, at)])
 
 
-def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Evidence:
+def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Side:
     """Run results read back from JSON (``run --json``, ``--goodput-json``): one session.
 
     Its time is the newest run's ``measured_at``: a run file is judged in or outside its
     baseline's sitting as the gate judges the same run (files from before the field: unknown,
     judged as a run in its baseline's sitting)."""
     spec = runs[0].spec
-    return Evidence(spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)],
-                    env=env, summary=key_metrics(runs[-1]), results=list(runs),
-                    recorded_at=[runs[-1].measured_at], client_cpus=[_cpu(env)],
-                    degradation=[_degradation(runs)])
+    return Side(spec, spec.identity_hash(), [Session(
+        recorded_at=runs[-1].measured_at, environment=env, summary=key_metrics(runs[-1]),
+        samples=samples_of(runs), degradation=_degradation(runs), results=list(runs))])
 
 
-def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Evidence:
-    """A stored baseline: every recorded session, the newest one's environment and shapes.
+def stored_session(session: Session) -> Session:
+    """A stored session with what is derived from its summary filled in (its degradation)."""
+    return session.model_copy(update={"degradation": degradation_from_summary(session.summary)})
+
+
+def from_baseline(doc: BaselineFile, spec: Optional[ScenarioSpec] = None) -> Side:
+    """A stored baseline: every recorded session.
 
     ``spec``: the test's current spec, when known; the file's own spec is read otherwise
     (comparability is decided by the stored hash either way).
     """
-    latest = doc.latest if doc.runs else None
-    return Evidence(
-        recorded_at=[run.recorded_at for run in doc.runs],
-        client_cpus=[_cpu(run.environment) for run in doc.runs],
-        spec=spec if spec is not None else ScenarioSpec.model_validate(doc.spec),
-        spec_hash=doc.spec_hash,
-        history=[list(run.samples) for run in doc.runs],
-        env=latest.environment if latest else None,
-        summary=dict(latest.summary) if latest else {},
-        frontier=latest.frontier if latest else None,
-        capacity=latest.capacity if latest else None,
-        capacities=[run.capacity for run in doc.runs if run.capacity is not None],
-        saturation_steps=[run.summary.get("sweep.saturation_step") for run in doc.runs],
-        degradation=[degradation_from_summary(run.summary) for run in doc.runs],
-    )
+    return Side(spec if spec is not None else ScenarioSpec.model_validate(doc.spec), doc.spec_hash,
+                [stored_session(s) for s in doc.sessions])
 
 
 def sweep_spec_of(runs: list[RunResult], like: Optional[ScenarioSpec] = None) -> ScenarioSpec:
@@ -129,7 +108,7 @@ def sweep_spec_of(runs: list[RunResult], like: Optional[ScenarioSpec] = None) ->
 
 
 def from_sweep_runs(runs: list[RunResult], env: Optional[Fingerprint] = None,
-                    like: Optional[ScenarioSpec] = None) -> Evidence:
+                    like: Optional[ScenarioSpec] = None) -> Side:
     """The points of one sweep, read back as run results: one session of a sweep test.
 
     A sweep that stopped past saturation measured a prefix of ``like``'s loads and its last
@@ -144,11 +123,8 @@ def from_sweep_runs(runs: list[RunResult], env: Optional[Fingerprint] = None,
                and tuple(float(v) for v in full[:len(spec.sweep)]) == tuple(float(v) for v in spec.sweep))
     if stopped:
         spec = spec.model_copy(update={"sweep": full})
-    saturation = saturation_record(spec, readings, stopped)
-    return Evidence(
-        saturation=saturation, saturation_steps=[float(saturation["step"])],
-        spec=spec, spec_hash=spec.identity_hash(), history=[samples_of(runs)], env=env,
-        summary=key_metrics(runs[-1]), results=list(runs),
-        frontier=[p.model_dump(mode="json") for p in pareto_frontier(points)],
-        points=[p.model_dump(mode="json") for p in points],
-    )
+    sweep = Sweep(points=points, frontier=pareto_frontier(points),
+                  saturation=saturation_record(spec, readings, stopped))
+    return Side(spec, spec.identity_hash(), [Session(
+        environment=env, summary=key_metrics(runs[-1]), samples=samples_of(runs), sweep=sweep,
+        results=list(runs))])

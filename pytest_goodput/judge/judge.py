@@ -22,10 +22,11 @@ from pytest_goodput.judge.noise.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.judge.workload import check_workload
-from pytest_goodput.schema.runs.evidence import Evidence
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
+from pytest_goodput.schema.outcomes.shapes import SweepOutcome
 from pytest_goodput.schema.registry import DEGRADATION, default_gate, tolerance_for
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -54,7 +55,7 @@ def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -
             for path in spec.gate or default_gate(spec) if path not in DEGRADATION]
 
 
-def degradation_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence,
+def degradation_comparisons(spec: ScenarioSpec, current: Side, baseline: Side,
                             policy: Policy) -> list[MetricComparison]:
     """The gated degradation metrics (time slices), against the baseline sessions' own."""
     rows = (degradation_comparison(path, baseline.degradation, current.degradation,
@@ -63,7 +64,7 @@ def degradation_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evi
     return [r for r in rows if r is not None]
 
 
-def _shape_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence,
+def _shape_comparisons(spec: ScenarioSpec, current: Side, baseline: Side,
                        policy: Policy) -> tuple[list[MetricComparison], Optional[dict[str, Any]]]:
     """Sweeps are judged as frontiers and capacity searches as capacities, not per run.
 
@@ -74,8 +75,7 @@ def _shape_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence
     comparison = None
     if spec.sweep and current.frontier is not None and baseline.frontier is not None:
         tol = tolerance_for(spec, "frontier_throughput", policy.tolerance)
-        b = [FrontierPoint.model_validate(p) for p in baseline.frontier]
-        c = [FrontierPoint.model_validate(p) for p in current.frontier]
+        b, c = baseline.frontier, current.frontier
         noise = sweep_noise(spec.sweep, spec.sweep_over, baseline.latest, current.latest, spec.gpus)
         step = compare_frontiers(b, c, tol, noise, x_tolerance=spec.interactivity_tolerance)
         by_load = compare_by_load(spec.sweep, baseline.history, current.latest, tol,
@@ -95,8 +95,8 @@ def _shape_comparisons(spec: ScenarioSpec, current: Evidence, baseline: Evidence
 
 def judge(
     nodeid: str,
-    current: Evidence,
-    baseline: Optional[Evidence],
+    current: Side,
+    baseline: Optional[Side],
     policy: Policy = Policy(),
     *,
     location: Optional[tuple[str, int]] = None,
@@ -110,9 +110,9 @@ def judge(
     judged_alone = spec.scenario not in ("sweep", "capacity") and results
     frontier = None
     if current.frontier is not None:
-        frontier = {"points": current.points or [], "current": current.frontier}
+        frontier = {"points": _json(current.points or []), "current": _json(current.frontier)}
         if current.saturation is not None:
-            frontier["saturation"] = current.saturation
+            frontier["saturation"] = current.saturation.as_dict()
     outcome = TestOutcome(
         nodeid=nodeid,
         location=location,
@@ -164,13 +164,18 @@ def judge(
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
     if frontier is not None and frontier_cmp is not None:
-        update["frontier"] = {**frontier, "baseline": baseline.frontier, "comparison": frontier_cmp}
+        update["frontier"] = SweepOutcome.model_validate(
+            {**frontier, "baseline": _json(baseline.frontier or []), "comparison": frontier_cmp})
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )
 
 
-def _with_noise(c: MetricComparison, baseline: Evidence) -> MetricComparison:
+def _json(points: list[FrontierPoint]) -> list[dict[str, Any]]:
+    return [p.model_dump(mode="json") for p in points]
+
+
+def _with_noise(c: MetricComparison, baseline: Side) -> MetricComparison:
     """The comparison with its baseline's noise split within and between launches."""
     if c.metric == "error_rate":
         return c

@@ -42,16 +42,16 @@ def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
 def measurement_metrics(m: Measurement) -> dict[str, Optional[float]]:
     """Headline numbers: a run's key metrics, a sweep's best throughput, a capacity."""
     if m.kind == "capacity" and m.capacity is not None:
-        return {"capacity.requests_per_s": m.capacity.get("requests_per_s")}
+        return {"capacity.requests_per_s": m.capacity.requests_per_s}
     if m.kind == "sweep" and m.frontier is not None:
-        front = m.frontier.get("current") or []
-        best = max((p.get("throughput") or 0.0 for p in front), default=None)
+        front = m.frontier.frontier
+        best = max((p.throughput or 0.0 for p in front), default=None)
         out = {"frontier.max_output_tokens_per_s": best, "frontier.points": float(len(front))}
-        sat = m.frontier.get("saturation")
+        sat = m.frontier.saturation
         if sat is not None:  # its step; its load only where it began (None would read as unknown)
-            out["sweep.saturation_step"] = float(sat["step"])
-            if sat.get("began_at") is not None:
-                out["sweep.saturation_load"] = float(sat["began_at"])
+            out["sweep.saturation_step"] = float(sat.step)
+            if sat.began_at is not None:
+                out["sweep.saturation_load"] = float(sat.began_at)
         return out
     # Time slices: the session's degradation within the run, which later sessions are held to.
     return {**key_metrics(m.result), **to_summary(session_degradation([r.slices for r in m.runs]))}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import SaturatedPoint, Saturation
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.quantiles import percentile
 from pytest_goodput.stats.student import t_cdf
@@ -184,19 +185,19 @@ def point_saturation(spec: ScenarioSpec, results: Sequence[RunResult], i: int) -
 
 
 def saturation_record(spec: ScenarioSpec, readings: Sequence[PointSaturation],
-                      stopped: bool) -> dict:
+                      stopped: bool) -> Saturation:
     """What a sweep keeps: the measured loads, where saturation began (None: nowhere measured),
     its step index (``len(sweep)`` when none), why, and the loads skipped after it."""
     assert spec.sweep is not None
     loads = list(spec.sweep)
     began = next((i for i, r in enumerate(readings) if r.past), None)
     measured = loads[:len(readings)]
-    return {
-        "load_kind": spec.sweep_over,
-        "measured": measured,
-        "began_at": None if began is None else loads[began],
-        "step": len(loads) if began is None else began,
-        "reason": None if began is None else readings[began].reason,
-        "points": [{"load": v, "past": r.past, "reason": r.reason} for v, r in zip(measured, readings)],
-        "skipped": loads[len(readings):] if stopped else [],
-    }
+    return Saturation(
+        load_kind=spec.sweep_over,
+        measured=measured,
+        began_at=None if began is None else loads[began],
+        step=len(loads) if began is None else began,
+        reason=None if began is None else readings[began].reason,
+        points=[SaturatedPoint(load=v, past=r.past, reason=r.reason) for v, r in zip(measured, readings)],
+        skipped=loads[len(readings):] if stopped else [],
+    )

@@ -45,6 +45,7 @@ from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.run.remeasure import paced_by_client
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Capacity
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Halvings tried below the start rate when the first probe fails.
@@ -129,8 +130,8 @@ def summarize_search(
     spec: ScenarioSpec,
     details: Optional[Sequence[dict[str, Any]]] = None,
     stopped: Optional[str] = None,
-) -> dict[str, Any]:
-    """The ``Measurement.capacity`` dict: capacity, its bracket, the target and every probe."""
+) -> Capacity:
+    """The ``Measurement.capacity``: capacity, its bracket, the target and every probe."""
     lo, hi = bracket(history)
     probes = []
     for i, p in enumerate(history):
@@ -150,7 +151,7 @@ def summarize_search(
     }
     if stopped is not None:
         out["stopped"] = stopped
-    return out
+    return Capacity.model_validate(out)
 
 
 RunOnce = Callable[[ScenarioSpec, Engine, Optional[ProgressFn]], RunResult]

@@ -17,11 +17,12 @@ from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.launches import refusal
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
-from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile, BaselineRun
+from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.evidence import Evidence
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.outcomes.shapes import CapacityOutcome
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.files import WriteError
 from pytest_goodput.store.fingerprint import collect
@@ -81,8 +82,8 @@ def gate(
                                      error=str(exc), notes=list(notes)))
     current = from_measurement(m, env, at=store.now_iso())
     # SLOs and client validity are judged on every session's runs, not only the last.
-    current.results = [r for s in (*earlier, m) for r in s.runs]
-    baseline = from_baseline(base, spec) if base is not None and base.runs else None
+    current.slo_results = [r for s in (*earlier, m) for r in s.runs]
+    baseline = from_baseline(base, spec) if base is not None and base.sessions else None
     judging = Policy(compare=use_store, strict=policy.strict, tolerance=policy.tolerance,
                      update=policy.update)
     decided = True
@@ -101,7 +102,7 @@ def gate(
 def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> dict[str, Any]:
     """What reports put side by side beyond the verdicts: the baseline's spec, the engine's
     own metrics and the capacity searches of both runs."""
-    latest = base.latest if base is not None and base.runs else None
+    latest = base.latest if base is not None and base.sessions else None
     sketched = {n for n in (sketch_note(r) for r in m.runs) if n is not None}
     update: dict[str, Any] = {"notes": [*notes, *sorted(sketched)]}
     if latest is not None:
@@ -111,12 +112,13 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
     if current or baseline:
         update["server"] = {"current": current or None, "baseline": baseline or None}
     if m.capacity is not None:
-        update["capacity"] = {"current": m.capacity, "baseline": latest.capacity if latest else None}
+        update["capacity"] = CapacityOutcome(current=m.capacity,
+                                             baseline=latest.capacity if latest is not None else None)
     return update
 
 
-def _record(path: Path, nodeid: str, sessions: list[Evidence], measured: list[Measurement],
-            env: Fingerprint, base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
+def _record(path: Path, nodeid: str, sessions: list[Side], measured: list[Measurement], env: Fingerprint,
+            base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
     """Only valid sessions that met their SLOs become a baseline: all of them, or none (an
     invalid session was already re-measured or replaced: ``run/launches.py``); each keeps
     what that took in its provenance."""
@@ -127,14 +129,14 @@ def _record(path: Path, nodeid: str, sessions: list[Evidence], measured: list[Me
         return Gated(outcome, skipped=[f"{nodeid}: SLO failed ({broken}), baseline not recorded"])
     doc = base
     for ev, session in zip(sessions, measured):
-        run = BaselineRun(
-            recorded_at=store.now_iso(),
-            environment=env.model_copy(update={"provenance": {**env.provenance, **session.provenance}}),
-            summary={**ev.summary, **(to_summary(server_summary(ev.results)) if ev.capacity is None else {})},
-            samples=ev.latest,
-            frontier=ev.frontier,
-            capacity=ev.capacity,
-        )
+        new = ev.sessions[-1]
+        run = new.model_copy(update={
+            "recorded_at": store.now_iso(),
+            "environment": env.model_copy(update={"provenance": {**env.provenance, **session.provenance}}),
+            "summary": {**new.summary, **(to_summary(server_summary(new.results)) if new.capacity is None else {})},
+            # Stored: the frontier, not every point (the samples keep them).
+            "sweep": new.sweep.model_copy(update={"points": None, "saturation": None}) if new.sweep else None,
+        })
         try:
             doc = store.record(path, nodeid=nodeid, spec=ev.spec.model_dump(mode="json"),
                                spec_hash=ev.spec_hash, run=run, existing=doc, history=history)

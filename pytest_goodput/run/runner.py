@@ -23,6 +23,7 @@ from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``stage("point 2/4: concurrency 16")``: which run of a measurement is under way.
@@ -180,12 +181,12 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
     stopped = len(runs) < len(spec.sweep)
     saturation = saturation_record(spec, readings, stopped)
     if stopped:
-        saved = sum(r.window.seconds for r in runs) / len(runs) * len(saturation["skipped"])
-        saturation["saved_s"] = saved
-        notes.append(f"sweep stopped: past saturation at {kind} {saturation['began_at']:g} "
-                     f"({saturation['reason']}); skipped {kind} "
-                     f"{', '.join(f'{v:g}' for v in saturation['skipped'])}, "
-                     f"{len(saturation['skipped'])} point(s), ~{saved:.0f} s of load")
+        saved = sum(r.window.seconds for r in runs) / len(runs) * len(saturation.skipped)
+        saturation.saved_s = saved
+        notes.append(f"sweep stopped: past saturation at {kind} {saturation.began_at:g} "
+                     f"({saturation.reason}); skipped {kind} "
+                     f"{', '.join(f'{v:g}' for v in saturation.skipped)}, "
+                     f"{len(saturation.skipped)} point(s), ~{saved:.0f} s of load")
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
     front = pareto_frontier(points)
     return Measurement(
@@ -193,9 +194,5 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
         runs=runs,
         kind="sweep",
         notes=notes,
-        frontier={
-            "points": [p.model_dump(mode="json") for p in points],
-            "current": [p.model_dump(mode="json") for p in front],
-            "saturation": saturation,
-        },
+        frontier=Sweep(points=points, frontier=front, saturation=saturation),
     )

@@ -1,11 +1,16 @@
-"""The baseline store: one reviewable JSON file per test, validated, written atomically.
+"""The baseline store: per test, a reviewable JSON file and its samples file, validated, atomic.
 
-A baseline keeps a short history of runs (newest last) so the verdict engine can judge a
-new run against the run-to-run spread, not only against one lucky or unlucky sample.
+A baseline keeps a short history of sessions (newest last) so the verdict engine can judge a
+new run against the run-to-run spread, not only against one lucky or unlucky sample. The
+JSON holds the spec and each session's summary; the per-request samples sit beside it in a
+compressed file it names by digest (``store/samples_file.py``), written first, so a reader
+never pairs a JSON with samples it was not written with. Version 1 files (samples inline)
+still read and are rewritten in version 2 on the next record.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -22,9 +27,13 @@ from pytest_goodput.schema.runs.baseline import (
     BASELINE_SCHEMA_VERSION,
     DEFAULT_HISTORY,
     BaselineFile,
-    BaselineRun,
+    BaselineFileV1,
+    SamplesRef,
 )
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.runs.session import Session
+from pytest_goodput.store import layout
+from pytest_goodput.store import samples_file
 from pytest_goodput.store.files import WriteError, write_atomic
 
 try:
@@ -39,6 +48,8 @@ class BaselineError(Exception):
     """A baseline file exists but cannot be used; the message names the file and why."""
 
 
+#: What follows a baseline's stem in the name of one of its samples files.
+_OWN_SAMPLES = re.compile(r"\.[0-9a-f]{12}" + re.escape(samples_file.SUFFIX))
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\-\[\]=+,@]")
 
 
@@ -85,18 +96,21 @@ def load(path: Path, nodeid: Optional[str] = None) -> Optional[BaselineFile]:
             "it was left untouched — move it away or choose another --goodput-baseline directory"
         )
     version = data.get("schema_version")
-    if version != BASELINE_SCHEMA_VERSION:
+    if version not in (1, BASELINE_SCHEMA_VERSION):
         raise BaselineError(
             f"baseline {path} has schema_version {version!r}; this pytest-goodput reads "
-            f"version {BASELINE_SCHEMA_VERSION}. Re-record it with --goodput-update-baseline "
+            f"versions 1 and {BASELINE_SCHEMA_VERSION}. Re-record it with --goodput-update-baseline "
             "after deleting it"
         )
     try:
-        doc = BaselineFile.model_validate(data)
+        doc = (BaselineFileV1.model_validate(data).upgraded() if version == 1
+               else BaselineFile.model_validate(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise BaselineError(f"baseline {path} is invalid at {loc}: {first['msg']}") from None
+    if version != 1:
+        doc = _with_samples(path, doc)
     _check_columns(path, doc)
     if nodeid is not None and doc.nodeid != nodeid:
         raise BaselineError(
@@ -113,10 +127,10 @@ MAX_SAMPLE = 1e9
 def _check_columns(path: Path, doc: BaselineFile) -> None:
     """Every sample column has one entry per request (the length of ``ok``), and every value
     is a number a measurement could have produced: finite, >= 0, at most ``MAX_SAMPLE``."""
-    for i, run in enumerate(doc.runs):
+    for i, run in enumerate(doc.sessions):
         for j, samples in enumerate(run.samples):
             n = len(samples.ok)
-            where = f"baseline {path} is invalid at runs.{i}.samples.{j}"
+            where = f"baseline {path} is invalid at sessions.{i}.samples.{j}"
             again = "fix or delete it, then record a new one with --goodput-update-baseline"
             if not 0 < samples.window_s <= MAX_SAMPLE:  # also refuses NaN
                 raise BaselineError(f"{where}.window_s: {samples.window_s!r} is not a window "
@@ -133,6 +147,52 @@ def _check_columns(path: Path, doc: BaselineFile) -> None:
                 if bad is not None:
                     raise BaselineError(f"{where}.{name}: {bad!r} is not a measured value "
                                         f"(finite, 0 to {MAX_SAMPLE:g}); {again}")
+
+
+def _with_samples(path: Path, doc: BaselineFile) -> BaselineFile:
+    """``doc`` with each session's samples read from the file it names (checked by digest)."""
+    again = "fix or delete both files, then record a new one with --goodput-update-baseline"
+    if doc.samples is None:
+        if doc.sessions:
+            raise BaselineError(f"baseline {path} names no samples file; {again}")
+        return doc
+    where = path.parent / doc.samples.file
+    if Path(doc.samples.file).name != doc.samples.file:
+        raise BaselineError(f"baseline {path}: samples file {doc.samples.file!r} is not a file "
+                            f"name beside it; {again}")
+    try:
+        data = where.read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"cannot read the samples of baseline {path}: {where}: "
+                            f"{exc.strerror or exc} (commit it with the baseline)") from None
+    if samples_file.digest(data) != doc.samples.sha256:
+        raise BaselineError(f"samples file {where} is not the one baseline {path} was written "
+                            f"with (SHA-256 differs); {again}")
+    try:
+        per_session = samples_file.decode(data)
+    except samples_file.SamplesFileError as exc:
+        raise BaselineError(f"samples file {where}: {exc}; {again}") from None
+    if len(per_session) != len(doc.sessions):
+        raise BaselineError(f"samples file {where} holds {len(per_session)} sessions, baseline "
+                            f"{path} {len(doc.sessions)}; {again}")
+    sessions = [s.model_copy(update={"samples": x}) for s, x in zip(doc.sessions, per_session)]
+    return doc.model_copy(update={"sessions": sessions})
+
+
+def write(path: Path, doc: BaselineFile) -> BaselineFile:
+    """Write ``doc`` in the current version: its samples file first, then the JSON naming it,
+    then remove this baseline's older samples files. Returns what was written."""
+    data = samples_file.encode([list(s.samples) for s in doc.sessions])
+    name = samples_file.file_name(path.stem, data)
+    doc = doc.model_copy(update={"schema_version": BASELINE_SCHEMA_VERSION,
+                                 "samples": SamplesRef(file=name, sha256=samples_file.digest(data))})
+    write_atomic(path.parent / name, data)
+    stored = doc.model_dump(mode="json", exclude={"sessions": {"__all__": {"samples"}}})
+    write_atomic(path, layout.dumps(stored) + "\n")
+    for old in path.parent.glob(f"{glob.escape(path.stem)}.*{samples_file.SUFFIX}"):
+        if old.name != name and _OWN_SAMPLES.fullmatch(old.name[len(path.stem):]):
+            old.unlink(missing_ok=True)
+    return doc
 
 
 @contextmanager
@@ -165,15 +225,15 @@ def record(
     nodeid: str,
     spec: dict[str, Any],
     spec_hash: str,
-    run: BaselineRun,
+    run: Session,
     existing: Optional[BaselineFile],
     history: int = DEFAULT_HISTORY,
 ) -> BaselineFile:
-    """Append ``run`` to the history (a new identity starts a new history) and save it.
+    """Append session ``run`` to the history (a new identity starts a new history) and save it.
 
     Merge-safe: under an exclusive lock on the baseline's directory the baseline is
-    re-read, ``run`` appended and the file written atomically, so concurrent recorders on one
-    directory lose no run. The file read under the lock wins over ``existing`` (kept for
+    re-read, ``run`` appended and the files written atomically, so concurrent recorders on
+    one directory lose no session. The file read under the lock wins over ``existing`` (kept for
     callers that already loaded it; used only when the file cannot be read back). POSIX
     only: without ``fcntl`` (Windows) there is no lock and the last writer wins.
     """
@@ -182,13 +242,13 @@ def record(
             existing = load(path, nodeid)
         except BaselineError:
             pass  # the caller already decided what to do with a damaged file: keep `existing`
-        runs: list[BaselineRun] = []
+        identity = run.environment.identity if run.environment is not None else None
+        runs: list[Session] = []
         if existing is not None and existing.spec_hash == spec_hash:
-            runs = [r for r in existing.runs if r.environment.identity == run.environment.identity]
+            runs = [r for r in existing.sessions
+                    if (r.environment.identity if r.environment is not None else None) == identity]
         runs = (runs + [run])[-max(history, 1) :]
-        doc = BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, runs=runs)
-        write_atomic(path, doc.model_dump_json(indent=1) + "\n")
-        return doc
+        return write(path, BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, sessions=runs))
 
 
 def now_iso() -> str:

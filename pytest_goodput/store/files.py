@@ -34,7 +34,7 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write via a temporary file in the same directory and ``os.replace``: all or nothing.
 
     Every file the product writes comes through here, so secrets are redacted here
@@ -42,9 +42,10 @@ def write_atomic(path: Path, text: str) -> None:
 
     Any failure (read-only directory, ``path`` is a directory, disk full) raises
     :class:`WriteError` naming the path and the reason; no temporary file is left behind.
+    Bytes (a compressed file) are written as given: their writer redacts the text inside.
     """
     path = Path(path)
-    text = redact(text)
+    data = redact(text).encode("utf-8") if isinstance(text, str) else text
     if path.is_dir():
         raise WriteError(path, "it is a directory")
     try:
@@ -53,8 +54,8 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise WriteError(path, _reason(exc)) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, _default_mode())

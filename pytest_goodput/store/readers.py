@@ -16,14 +16,15 @@ from pydantic import ValidationError
 from pytest_goodput.judge.evidence import from_baseline, from_results
 from pytest_goodput.schema.runs.baseline import BASELINE_KIND
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.evidence import Evidence
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Sweep
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store import baseline as store
 
 
-def _from_session_test(test: dict[str, Any]) -> tuple[str, Evidence] | None:
+def _from_session_test(test: dict[str, Any]) -> tuple[str, Side] | None:
     outcome = TestOutcome.model_validate(test["outcome"])
     runs = [RunResult.model_validate(r) for r in test.get("runs", [])]
     if not runs:
@@ -32,23 +33,22 @@ def _from_session_test(test: dict[str, Any]) -> tuple[str, Evidence] | None:
     if outcome.spec:  # the test's own spec (a sweep's runs carry their point's spec)
         ev.spec = ScenarioSpec.model_validate(outcome.spec)
         ev.spec_hash = ev.spec.identity_hash()
-    ev.summary = dict(outcome.key_metrics)
+    session = ev.sessions[-1]
+    update: dict[str, Any] = {"summary": dict(outcome.key_metrics)}
     if outcome.frontier is not None:
-        ev.frontier = outcome.frontier.get("current")
-        ev.points = outcome.frontier.get("points")
-        ev.saturation = outcome.frontier.get("saturation")
-        if ev.saturation is not None:
-            ev.saturation_steps = [float(ev.saturation["step"])]
-    if outcome.capacity is not None and outcome.capacity.get("current") is not None:
-        ev.capacity = outcome.capacity["current"]
-        ev.capacities = [ev.capacity]
+        fr = outcome.frontier
+        update["sweep"] = Sweep(points=fr.points if "points" in fr.model_fields_set else None,
+                                frontier=fr.current, saturation=fr.saturation)
+    if outcome.capacity is not None and outcome.capacity.current is not None:
+        update["capacity"] = outcome.capacity.current
+    ev.sessions[-1] = session.model_copy(update=update)
     return outcome.nodeid, ev
 
 
-def load_evidence(path: Path) -> dict[str, Evidence]:
+def load_evidence(path: Path) -> dict[str, Side]:
     """Every test in ``path``, by node id."""
     if path.is_dir():
-        out: dict[str, Evidence] = {}
+        out: dict[str, Side] = {}
         for nodeid, p in store.find_all(path).items():
             out.update({nodeid: e for e in load_evidence(p).values()})
         if not out:

@@ -23,6 +23,7 @@ from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -49,7 +50,7 @@ def _frontiers(spec: ScenarioSpec, result: ABResult,
     (_, base_front), (head_points, head_front) = sides
     frontier = {"points": head_points, "current": head_front, "baseline": base_front,
                 "comparison": {"by_load": list(result.points)}}
-    key = [measurement_metrics(Measurement(spec=spec, runs=list(runs), kind="sweep", frontier={"current": f}))
+    key = [measurement_metrics(Measurement(spec=spec, runs=list(runs), kind="sweep", frontier=Sweep(frontier=f)))
            for runs, (_, f) in zip(sweeps, sides)]
     return frontier, key[1], key[0]
 

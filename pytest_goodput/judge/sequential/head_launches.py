@@ -39,7 +39,7 @@ from pytest_goodput.judge.noise.spread import half_width, scale_of, session_spre
 from pytest_goodput.judge.scalar.values import baseline_value
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE
 from pytest_goodput.schema import registry
-from pytest_goodput.schema.runs.evidence import Evidence
+from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.stats.spending import Spending, nominal_levels
 
@@ -208,7 +208,7 @@ def _on_scale(scale: str, change: float) -> Optional[float]:
     return change
 
 
-def unlikely_to_regress(current: Evidence, baseline: Evidence, outcome: TestOutcome, planned: int,
+def unlikely_to_regress(current: Side, baseline: Side, outcome: TestOutcome, planned: int,
                         confidence: float, tolerance: Optional[float], below: float) -> set[str]:
     """Gated metrics whose :func:`conditional_power` is below ``below`` (log and relative
     scales; the error rate and frontier metrics are never in it)."""
@@ -236,7 +236,7 @@ def unlikely_to_regress(current: Evidence, baseline: Evidence, outcome: TestOutc
     return out
 
 
-def judge_look(nodeid: str, current: Evidence, baseline: Evidence, policy: Policy, planned: int, *,
+def judge_look(nodeid: str, current: Side, baseline: Side, policy: Policy, planned: int, *,
                location: Optional[tuple[str, int]] = None, seed: int = 0,
                rule: HeadRule = DEFAULT_HEAD_RULE) -> tuple[TestOutcome, bool]:
     """Look k of ``planned`` (k: the launches in ``current.history``): the verdicts at the look's
@@ -263,7 +263,7 @@ def judge_look(nodeid: str, current: Evidence, baseline: Evidence, policy: Polic
     return settle(at_regress, at_clear, lk, futile)
 
 
-def _no_trend(outcome: TestOutcome, current: Evidence) -> set[str]:
+def _no_trend(outcome: TestOutcome, current: Side) -> set[str]:
     """Metrics conditional power does not apply to (the error rate, frontiers, capacities:
     not among the gated per-run metrics): out of reach, they are not waited for."""
     gated = {d.path for d in metric_defs(current.spec)} - {"error_rate"}

@@ -14,26 +14,25 @@ brackets, widened by the tolerance, still overlap.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, rule
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
+from pytest_goodput.schema.runs.session import Capacity
 
 METRIC = "capacity.requests_per_s"
 
 
-def _bracket(capacity: dict[str, Any]) -> tuple[float, float, float]:
+def _bracket(capacity: Capacity) -> tuple[float, float, float]:
     """(capacity, lower, upper) with a missing upper bound as +inf."""
-    c = float(capacity["requests_per_s"])
-    lo = float(capacity.get("lower") if capacity.get("lower") is not None else c)
-    hi = capacity.get("upper")
-    return c, lo, math.inf if hi is None else float(hi)
+    hi = capacity.upper
+    return float(capacity.requests_per_s), float(capacity.lower), math.inf if hi is None else float(hi)
 
 
-def _search_sd(capacity: dict[str, Any]) -> float:
+def _search_sd(capacity: Capacity) -> float:
     """SD of the log capacity from the bracket alone: a uniform spread over [lower, upper]."""
     _, lo, hi = _bracket(capacity)
     if lo <= 0 or not math.isfinite(hi):
@@ -41,13 +40,13 @@ def _search_sd(capacity: dict[str, Any]) -> float:
     return math.log(hi / lo) / math.sqrt(12.0)
 
 
-def capacity_comparison(baseline: Sequence[dict[str, Any]] | dict[str, Any],
-                        current: dict[str, Any], tolerance: float,
+def capacity_comparison(baseline: Sequence[Capacity] | Capacity,
+                        current: Capacity, tolerance: float,
                         confidence: float = CONFIDENCE) -> MetricComparison:
     """Judge ``capacity.requests_per_s``: the current search against every baseline session's."""
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
-    sessions = [baseline] if isinstance(baseline, dict) else list(baseline)
+    sessions = [baseline] if isinstance(baseline, Capacity) else list(baseline)
     defn = MetricDef.of(METRIC, tolerance)
     c, c_lo, c_hi = _bracket(current)
     base = [_bracket(b) for b in sessions]
@@ -56,8 +55,8 @@ def capacity_comparison(baseline: Sequence[dict[str, Any]] | dict[str, Any],
             f"current {fmt(c_lo, c_hi)} req/s")
     common = dict(metric=METRIC, direction="higher", tolerance=tolerance,
                   method="capacity search brackets")
-    b_target, c_target = sessions[-1].get("target"), current.get("target")
-    if b_target is not None and c_target is not None and float(b_target) != float(c_target):
+    b_target, c_target = sessions[-1].target, current.target
+    if float(b_target) != float(c_target):
         return MetricComparison(**common, baseline=base[-1][0], current=c, verdict="incomparable",
                                 note=f"attainment target changed: {b_target} -> {c_target}")
     values = [v for v, _, _ in base]
@@ -87,7 +86,7 @@ def capacity_comparison(baseline: Sequence[dict[str, Any]] | dict[str, Any],
         out = out.model_copy(update={"verdict": "pass",
                                      "note": f"{out.note}; better, but the brackets overlap"})
     incomplete = [name for name, d in (("baseline", sessions[-1]), ("current", current))
-                  if d.get("complete") is False]
+                  if not d.complete]
     if incomplete and out.verdict in ("regressed", "improved"):
         out = out.model_copy(update={"verdict": "inconclusive",
                                      "note": f"{out.note}; {' and '.join(incomplete)} search stopped early"})

@@ -24,7 +24,7 @@ from pytest_goodput.report.text.shapes import (
     step_rows,
 )
 from pytest_goodput.report.vocabulary import fmt_num, fmt_percent
-from pytest_goodput.schema.outcomes.frontier import FrontierPoint
+from pytest_goodput.schema.outcomes.shapes import SweepOutcome
 from pytest_goodput.schema.outcomes.outcome import VERDICT_SYMBOL, TestOutcome
 
 ChartFn = Callable[..., str]
@@ -40,17 +40,6 @@ def _verdict(v: Optional[str]) -> str:
 
 def _ratio(r: Optional[float]) -> str:
     return "–" if r is None else f"{r:.2f}"
-
-
-def _points(raw: Optional[list]) -> Optional[list[FrontierPoint]]:
-    if raw is None:
-        return None
-    return [FrontierPoint.model_validate(p) if isinstance(p, dict) else p for p in raw]
-
-
-def _current(frontier: dict) -> list:
-    """The current frontier: ``current`` per the outcome schema, ``frontier`` as a sweep records it."""
-    return list(frontier.get("current") or frontier.get("frontier") or [])
 
 
 def points_table(o: TestOutcome) -> str:
@@ -71,48 +60,46 @@ def step_table(o: TestOutcome) -> str:
     """Each baseline frontier point against the best current point at least as interactive."""
     rows = []
     for p in step_rows(o):
-        base = p.get("baseline") or {}
-        cur = p.get("current")
+        cur = p.current
         rows.append([
-            fmt_num(p.get("interactivity")), fmt_num(base.get("throughput")),
-            UNREACHED if cur is None else fmt_num(cur.get("throughput")),
-            "–" if cur is None else _ratio(p.get("ratio")), _verdict(p.get("verdict")),
+            fmt_num(p.interactivity), fmt_num(p.baseline.throughput),
+            UNREACHED if cur is None else fmt_num(cur.throughput),
+            "–" if cur is None else _ratio(p.ratio), _verdict(p.verdict),
         ])
     head = ["baseline tok/s/user", "baseline tok/s", "current tok/s", "ratio", "verdict"]
     return table(head, rows, "rrrrl") if rows else ""
 
 
-def _sides_table(frontier: dict) -> str:
+def _sides_table(frontier: SweepOutcome) -> str:
     """Both frontiers as numbers: what the chart shows, when it cannot be drawn."""
     rows = []
-    for side, pts in (("baseline", frontier.get("baseline") or []), ("current", _current(frontier))):
-        rows += [[side, fmt_num(p.get("interactivity")), fmt_num(p.get("throughput"))]
-                 for p in pts if isinstance(p, dict)]
+    for side, pts in (("baseline", frontier.baseline or []), ("current", frontier.current)):
+        rows += [[side, fmt_num(p.interactivity), fmt_num(p.throughput)] for p in pts]
     return table(["frontier", "tok/s/user", "output tok/s"], rows, "lrr") if rows else ""
 
 
 def frontier_block(o: TestOutcome, render: Optional[ChartFn]) -> str:
     """Headline, chart and legend, and the per-point table."""
-    fr = o.frontier or {}
+    fr = o.frontier if o.frontier is not None else SweepOutcome()
     parts = []
     headline = frontier_headline(o)
-    comp = fr.get("comparison") or {}
+    verdict_of = fr.comparison.verdict if fr.comparison is not None else None
     if headline:
-        verdict = f" — {_verdict(comp.get('verdict'))}" if comp.get("verdict") else ""
+        verdict = f" — {_verdict(verdict_of)}" if verdict_of else ""
         parts.append(f"**Frontier{verdict}:** " + escape_cell(headline.removeprefix("frontier: ")))
     saturation = saturation_headline(o)
     if saturation:
         parts.append("**Saturation:** " + escape_cell(saturation.removeprefix("saturation: ")))
     chart = None
-    if render is not None and _current(fr):
+    if render is not None and fr.current:
         try:
-            chart = render(_points(_current(fr)), _points(fr.get("baseline")), title=f"{o.nodeid} frontier")
+            chart = render(list(fr.current), fr.baseline, title=f"{o.nodeid} frontier")
         except Exception:  # a chart must never take the report down; the tables still show
             chart = None
     if chart:
         chart = chart.strip()
         parts.append(chart if chart.startswith("```") else f"```mermaid\n{chart}\n```")
-        parts.append(legend(["current", "baseline"] if fr.get("baseline") else ["current"]))
+        parts.append(legend(["current", "baseline"] if fr.baseline else ["current"]))
     elif not point_rows(o):
         sides = _sides_table(fr)
         if sides:
@@ -138,15 +125,15 @@ def capacity_block(o: TestOutcome) -> str:
     if current is None:
         return ""
     parts = ["**Capacity:** " + escape_cell((capacity_headline(o) or "").removeprefix("capacity: "))]
-    if baseline:
+    if baseline is not None:
         parts[0] += f" · baseline bracket {escape_cell(bracket_text(baseline))} req/s"
-    target = current.get("target")
+    target = current.target
     rows = []
-    for i, p in enumerate(current.get("probes") or [], 1):
+    for i, p in enumerate(current.probes, 1):
         met, why = probe_verdict(p, target)
-        good, issued = p.get("good"), p.get("issued")
+        good, issued = p.good, p.issued
         rows.append([
-            str(i), fmt_num(p.get("rate")), fmt_percent(p.get("attainment")), fmt_num(p.get("goodput_rps")),
+            str(i), fmt_num(p.rate), fmt_percent(p.attainment), fmt_num(p.goodput_rps),
             f"{good} / {issued}" if good is not None and issued is not None else "–",
             _yes_no(met), escape_cell(why) or "–",
         ])

@@ -66,7 +66,7 @@ def plan_lines(doc: BaselineFile, *, same_sitting: bool = False,
     The PR run is planned as CI judges it: outside the baseline's sitting when its sessions
     share one (so the between-sitting prior applies), unless ``same_sitting``.
     """
-    if not doc.runs:
+    if not doc.sessions:
         return []
     ev = from_baseline(doc)
     sessions = ev.history

@@ -10,10 +10,13 @@ in words ("no current point reaches this interactivity"), never as a -100 % chan
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from pytest_goodput.report.vocabulary import fmt_num, fmt_percent
+from pytest_goodput.schema.outcomes.comparison import MetricComparison
+from pytest_goodput.schema.outcomes.frontier import FrontierPointComparison
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.runs.session import Capacity, CapacityProbe
 
 UNREACHED = "no current point reaches this interactivity"
 
@@ -33,28 +36,29 @@ class PointRow:
     verdict: Optional[str] = None
 
 
-def _ratio(comparison: Optional[dict]) -> Optional[float]:
+def _ratio(comparison: Optional[MetricComparison]) -> Optional[float]:
     """current / baseline of a stored comparison (``1 + change``), None when not computable."""
-    if not comparison or comparison.get("change") is None:
+    if comparison is None or comparison.change is None:
         return None
-    return 1.0 + float(comparison["change"])
+    return 1.0 + float(comparison.change)
 
 
 def point_rows(o: TestOutcome) -> list[PointRow]:
     """Every current sweep point (in sweep order) with its equal-load comparison, if any."""
-    fr = o.frontier or {}
-    by_load = {float(p["load"]): p for p in (fr.get("comparison") or {}).get("by_load") or []}
+    fr = o.frontier
+    if fr is None:
+        return []
+    by_load = {c.load: c for c in (fr.comparison.by_load if fr.comparison is not None else [])}
     rows = []
-    for p in fr.get("points") or []:
-        cmp = by_load.get(float(p["load"]))
-        thr = (cmp or {}).get("throughput") or {}
-        tpot_ratio = _ratio((cmp or {}).get("tpot"))
+    for p in fr.points:
+        cmp = by_load.get(p.load)
+        thr = cmp.throughput if cmp is not None else None
+        tpot_ratio = _ratio(cmp.tpot if cmp is not None else None)
         rows.append(PointRow(
-            load=float(p["load"]), load_kind=str(p.get("load_kind", "")),
-            interactivity=p.get("interactivity"), throughput=p.get("throughput"), slo_ok=p.get("slo_ok"),
-            baseline_throughput=thr.get("baseline"), throughput_ratio=_ratio(thr),
-            interactivity_ratio=1.0 / tpot_ratio if tpot_ratio else None,
-            verdict=None if cmp is None else cmp.get("verdict"),
+            load=p.load, load_kind=p.load_kind, interactivity=p.interactivity, throughput=p.throughput,
+            slo_ok=p.slo_ok, baseline_throughput=thr.baseline if thr is not None else None,
+            throughput_ratio=_ratio(thr), interactivity_ratio=1.0 / tpot_ratio if tpot_ratio else None,
+            verdict=None if cmp is None else cmp.verdict,
         ))
     return rows
 
@@ -64,9 +68,10 @@ def load_text(value: float, kind: str) -> str:
     return f"rate {fmt_num(value)} req/s" if kind == "rate" else f"concurrency {fmt_num(value)}"
 
 
-def step_rows(o: TestOutcome) -> list[dict[str, Any]]:
+def step_rows(o: TestOutcome) -> list[FrontierPointComparison]:
     """The step-lookup comparison per baseline frontier point (stored by the judge)."""
-    return list(((o.frontier or {}).get("comparison") or {}).get("points") or [])
+    comparison = o.frontier.comparison if o.frontier is not None else None
+    return list(comparison.points) if comparison is not None else []
 
 
 def frontier_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
@@ -89,7 +94,7 @@ def frontier_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
         text += (f"; lowest throughput at {load_text(worst.load, worst.load_kind)}: "
                  f"{fmt_num(worst.baseline_throughput)} {arrow} {fmt_num(worst.throughput)} tok/s "
                  f"(ratio {worst.throughput_ratio:.2f})")
-    unreached = [p for p in step_rows(o) if p.get("current") is None]
+    unreached = [p for p in step_rows(o) if p.current is None]
     if unreached:
         text += f"; {len(unreached)} baseline frontier point(s): {UNREACHED}"
     return text
@@ -98,33 +103,34 @@ def frontier_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
 def saturation_headline(o: TestOutcome) -> Optional[str]:
     """``saturation: began at rate 8 req/s (…); skipped rate 16, 32 req/s: 2 points, ~10 s of
     load``; None when the sweep kept no reading (``docs/scenarios.md``)."""
-    sat = (o.frontier or {}).get("saturation")
-    if not sat:
+    sat = o.frontier.saturation if o.frontier is not None else None
+    if sat is None:
         return None
-    kind = str(sat.get("load_kind", ""))
-    if sat.get("began_at") is None:
-        return f"saturation: no measured point past saturation ({len(sat.get('measured') or [])} measured)"
-    text = f"saturation: began at {load_text(float(sat['began_at']), kind)} ({sat.get('reason')})"
-    skipped = sat.get("skipped") or []
+    kind = sat.load_kind
+    if sat.began_at is None:
+        return f"saturation: no measured point past saturation ({len(sat.measured)} measured)"
+    text = f"saturation: began at {load_text(sat.began_at, kind)} ({sat.reason})"
+    skipped = sat.skipped
     if skipped:
         values = ", ".join(fmt_num(float(v)) for v in skipped)
         loads = f"rate {values} req/s" if kind == "rate" else f"concurrency {values}"
         text += (f"; sweep stopped, skipped {loads}: "
                  f"{len(skipped)} point{'s' if len(skipped) != 1 else ''}, "
-                 f"~{fmt_num(float(sat.get('saved_s') or 0.0))} s of load")
+                 f"~{fmt_num(float(sat.saved_s or 0.0))} s of load")
     return text
 
 
-def capacity_sides(o: TestOutcome) -> tuple[Optional[dict], Optional[dict]]:
+def capacity_sides(o: TestOutcome) -> tuple[Optional[Capacity], Optional[Capacity]]:
     """(current, baseline) capacity searches of a test, None where unknown."""
-    cap = o.capacity or {}
-    return cap.get("current"), cap.get("baseline")
+    if o.capacity is None:
+        return None, None
+    return o.capacity.current, o.capacity.baseline
 
 
-def bracket_text(search: dict) -> str:
+def bracket_text(search: Capacity) -> str:
     """``[12.5, 13.8) req/s``: the passing rate and the lowest failing one (∞ when none failed)."""
-    upper = search.get("upper")
-    return f"[{fmt_num(search.get('lower'))}, {'∞' if upper is None else fmt_num(upper)})"
+    upper = search.upper
+    return f"[{fmt_num(search.lower)}, {'∞' if upper is None else fmt_num(upper)})"
 
 
 def capacity_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
@@ -132,21 +138,22 @@ def capacity_headline(o: TestOutcome, arrow: str = "→") -> Optional[str]:
     current, baseline = capacity_sides(o)
     if current is None:
         return None
-    probes = len(current.get("probes") or [])
-    now = f"{fmt_num(current.get('requests_per_s'))} req/s"
-    text = f"capacity: {fmt_num(baseline.get('requests_per_s'))} {arrow} {now}" if baseline else f"capacity: {now}"
+    probes = len(current.probes)
+    now = f"{fmt_num(current.requests_per_s)} req/s"
+    text = (f"capacity: {fmt_num(baseline.requests_per_s)} {arrow} {now}" if baseline is not None
+            else f"capacity: {now}")
     text += f" (bracket {bracket_text(current)}, {probes} probe{'s' if probes != 1 else ''})"
-    if current.get("stopped"):
-        text += f"; {current['stopped']}"
+    if current.stopped:
+        text += f"; {current.stopped}"
     return text
 
 
-def probe_verdict(probe: dict, target: Optional[float]) -> tuple[Optional[bool], str]:
+def probe_verdict(probe: CapacityProbe, target: Optional[float]) -> tuple[Optional[bool], str]:
     """(SLO met, why not) of one capacity probe."""
-    if probe.get("invalid"):
+    if probe.invalid:
         return None, "invalid: the client, not the server, set the pace"
-    if probe.get("passed"):
+    if probe.passed:
         return True, ""
-    att = probe.get("attainment")
+    att = probe.attainment
     goal = f" < target {fmt_percent(target)}" if target is not None else ""
     return False, f"attainment {fmt_percent(att)}{goal}"

@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_goodput.schema.outcomes.outcome import MetricComparison, Verdict
+from pytest_goodput.schema.outcomes.comparison import MetricComparison, Verdict
 
 LoadKind = Literal["concurrency", "rate"]
 

@@ -11,66 +11,23 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_goodput.schema.outcomes.ab_summary import ABSummary
+# The comparison and verdict names are read from here by most layers (re-exported).
+from pytest_goodput.schema.outcomes.comparison import (  # noqa: F401
+    VERDICT_SYMBOL,
+    VERDICTS,
+    Direction,
+    MetricComparison,
+    Verdict,
+)
 from pytest_goodput.schema.outcomes.cost import TestCost
 from pytest_goodput.schema.runs.history import Trend
 from pytest_goodput.schema.runs.slices import Slices
+from pytest_goodput.schema.outcomes.shapes import CapacityOutcome, SweepOutcome
 from pytest_goodput.schema.outcomes.workload_check import WorkloadCheck
-
-Verdict = Literal["pass", "improved", "regressed", "inconclusive", "underpowered", "new", "incomparable"]
-VERDICTS: tuple[str, ...] = ("pass", "improved", "regressed", "inconclusive", "underpowered", "new",
-                             "incomparable")
-Direction = Literal["higher", "lower"]
-
-#: The symbol each verdict is shown with in terminal and Markdown reports.
-VERDICT_SYMBOL: dict[str, str] = {
-    "pass": "✅",
-    "improved": "🚀",
-    "regressed": "❌",
-    "inconclusive": "⚠️",
-    "underpowered": "🔍",
-    "new": "🆕",
-    "incomparable": "⛔",
-}
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class MetricComparison(_Model):
-    """One gated metric, baseline vs current.
-
-    ``change`` is relative, signed so that positive means the metric's value went up
-    (``(current - baseline) / baseline``); ``interval`` is the confidence interval of that
-    relative change. ``direction`` says which way is good.
-    """
-
-    metric: str
-    direction: Direction
-    baseline: Optional[float] = None
-    current: Optional[float] = None
-    change: Optional[float] = None
-    interval: Optional[tuple[float, float]] = None
-    tolerance: float
-    verdict: Verdict
-    method: str = ""
-    note: str = ""
-    detectable: Optional[float] = Field(
-        None, description="the smallest worse change this comparison could judge regressed")
-    scale: Literal["relative", "absolute"] = Field(
-        "relative", description="relative: change is (current-baseline)/baseline; absolute: "
-        "current-baseline (the error rate, in fractions)")
-    basis: Optional[str] = Field(
-        None, description="the metric that baseline, current and change are values of, when it "
-        "is not `metric` itself: a sweep's row holds its worst load point's output throughput "
-        "or TPOT")
-    within_launch: Optional[float] = Field(
-        None, description="the baseline's noise within a launch: SD of one run's value among the "
-        "repeats of its session, on the metric's analysis scale (relative for log scales); more "
-        "requests or repeats shrink it (docs/statistics.md, 'Power planning')")
-    between_launch: Optional[float] = Field(
-        None, description="the baseline's noise between launches: SD of a launch's own level, the "
-        "within part taken out; only more launches (baseline sessions, PR launches) shrink it")
 
 
 class SLOOutcome(_Model):
@@ -103,15 +60,14 @@ class TestOutcome(_Model):
     )
     current_env: dict[str, str] = Field(default_factory=dict)
     baseline_env: Optional[dict[str, str]] = None
-    frontier: Optional[dict] = Field(
-        None, description="sweeps: {'current': [...], 'baseline': [...], 'comparison': {...}}"
-    )
+    frontier: Optional[SweepOutcome] = Field(
+        None, description="sweeps: every point, the frontiers, saturation and the comparison")
     baseline_spec: Optional[dict] = Field(
         None, description="the scenario spec the baseline was recorded with (JSON form), when known")
     server: Optional[dict[str, Optional[dict[str, float]]]] = Field(
         None, description="the engine's own /metrics over the runs: {'current': {...}, 'baseline': {...}}")
-    capacity: Optional[dict[str, Optional[dict]]] = Field(
-        None, description="capacity searches: {'current': {...}, 'baseline': {...}} with every probe")
+    capacity: Optional[CapacityOutcome] = Field(
+        None, description="capacity searches, current and baseline, with every probe")
     error: Optional[str] = Field(None, description="the run could not be made (engine down, ...)")
     interrupted: Optional[str] = Field(
         None, description="the test's run stopped before its end (Ctrl-C): why and how far it got; its "

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Capacity, Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -16,8 +17,8 @@ class Measurement:
     spec: ScenarioSpec
     runs: list[RunResult]
     kind: str = "runs"  # runs | sweep | capacity
-    frontier: Optional[dict] = None
-    capacity: Optional[dict] = None
+    frontier: Optional[Sweep] = None
+    capacity: Optional[Capacity] = None
     extra: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the run did on the way (re-measured points)
     #: What keeping this session valid took (``environment.SESSION_FACTS``: re-measured, a
