@@ -60,7 +60,7 @@ def record(pytester: pytest.Pytester) -> tuple[Any, dict, list[dict]]:
                              "--goodput-report=report.md")
     doc = json.loads((pytester.path / "out.json").read_text())
     path = pytester.path / ".goodput/baselines/test_perf/test_closed.json"
-    runs = json.loads(path.read_text())["runs"] if path.is_file() else []
+    runs = json.loads(path.read_text())["sessions"] if path.is_file() else []
     return res, doc, runs
 
 
