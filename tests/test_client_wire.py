@@ -38,15 +38,16 @@ def plan(i: int = 0, prompt: str = "p", n: int = 2) -> RequestPlan:
     return RequestPlan(i, prompt, 1, n, perf_counter())
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bool:
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    """The request's method (b"": the connection ended)."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
-        return False
+        return b""
     length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
                   if line.lower().startswith(b"content-length"))
     await reader.readexactly(length)
-    return True
+    return head.split(b" ", 1)[0]
 
 
 def _serve(respond: Callable[[asyncio.StreamWriter], bool], client: Callable[[str], Any],
@@ -60,8 +61,8 @@ def _serve(respond: Callable[[asyncio.StreamWriter], bool], client: Callable[[st
         counts["open"] += 1
         counts["most_open"] = max(counts["most_open"], counts["open"])
         try:
-            while await _read_request(reader):
-                counts["requests"] += 1
+            while method := await _read_request(reader):
+                counts["requests"] += method == b"POST"  # a GET: the keep-alive probe
                 keep = respond(writer)
                 await writer.drain()
                 if not keep:

@@ -90,7 +90,7 @@ def test_write_on_a_connection_the_server_closed_is_resent_once_and_counted(monk
 
     async def go(url: str) -> list[RawExchange]:
         async with OpenAIClient(url, "fault-model", max_connections=1, timeout_s=10) as c:
-            c._keep_alive = True  # as if learned
+            c._keep_alive.known = True  # as if learned
             return [await c.send(RequestPlan(i, "p", 1, 3, time.perf_counter() + (0.2 if i else 0.0)))
                     for i in range(4)]
 

@@ -26,8 +26,8 @@ which reading stops and the request is a ``malformed_stream``; an error body is 
 ``retries``) only when it provably never reached the server (``_unsent``); a request the
 server read and then dropped is a ``transport`` failure. A server seen closing a connection
 after a complete response (llama.cpp's does after every stream) gets a new connection per
-request from then on (``reuses_connections``, learned before the first reuse by
-``_learn_keep_alive``): a request written to a kept-alive connection as its close is on the
+request from then on (``reuses_connections``, learned before the first reuse:
+``keepalive.py``): a request written to a kept-alive connection as its close is on the
 way cannot be told from one the server read and dropped.
 """
 
@@ -51,6 +51,7 @@ from pytest_goodput.load.client.connection import (
 )
 from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
 from pytest_goodput.load.client.headers import auth_headers, request_head
+from pytest_goodput.load.client.keepalive import KeepAlive, get_on
 from pytest_goodput.load.client.pool import ConnectTimeout, Pool
 from pytest_goodput.load.client.turns import WriteTurns
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
@@ -66,8 +67,6 @@ MIN_RESPONSE_BYTES = 1 << 20
 RESPONSE_BYTES_PER_TOKEN = 8 * 1024
 #: Resends, on a fresh connection, of a request whose write failed (never read by the server).
 UNSENT_RETRIES = 1
-#: Longest wait after a response for the server's close, until its keep-alive is known.
-CLOSE_WATCH_S = 0.05
 
 
 def response_byte_limit(max_tokens: int) -> int:
@@ -125,8 +124,7 @@ class OpenAIClient:
             "Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json",
             **auth})
         self._pool: Optional[Pool] = None
-        self._keep_alive: bool | None = None  # does the server keep connections after a response?
-        self._learned: Any = None  # a future, done once keep-alive is known
+        self._keep_alive: Optional[KeepAlive] = None  # does the server keep connections after a response?
         self._turns = WriteTurns()
         self._frames: dict[int, tuple[bytes, bytes] | None] = {}  # body frames by max_tokens
 
@@ -136,37 +134,13 @@ class OpenAIClient:
     @property
     def reuses_connections(self) -> bool:
         """False once the server was seen closing a connection after a complete response."""
-        return self._keep_alive is not False
+        return self._keep_alive is None or self._keep_alive.reuses
 
     def _server_closes(self) -> None:
-        self._keep_alive = False
-        if self._learned is not None and not self._learned.done():
-            self._learned.set_result(None)
-
-    def _watch_ends(self) -> None:
-        if self._keep_alive is None:
-            self._keep_alive = True
-        if not self._learned.done():
-            self._learned.set_result(None)
-
-    async def _learn_keep_alive(self) -> None:
-        """Before the first reuse, see whether the server closes a connection after a response.
-
-        llama.cpp's server ends the connection after every stream though it announces
-        keep-alive; a request written as that close is under way is lost. So until a
-        response was followed by ``CLOSE_WATCH_S`` without a close (connections are kept) or
-        a connection was closed after its response (a new one per request from then on),
-        the senders of responses wait (at most that long after the first response)."""
         if self._keep_alive is not None:
-            return
-        if self._learned is None:
-            loop = asyncio.get_running_loop()
-            self._learned = loop.create_future()
-            loop.call_later(CLOSE_WATCH_S, self._watch_ends)
-        await asyncio.shield(self._learned)  # one sender cancelled leaves the others waiting
+            self._keep_alive.server_closes()
 
     async def __aenter__(self) -> "OpenAIClient":
-        self._learned = None
         split = self._split
         context = ssl.create_default_context() if split.scheme == "https" else None
         secret = self._secret
@@ -177,12 +151,17 @@ class OpenAIClient:
         pool = Pool(split.hostname or "", split.port or (443 if context else 80), limit=self.max_connections,
                     factory=connection, connect_timeout_s=min(self.timeout_s, CONNECT_TIMEOUT_S), ssl=context)
         self._pool = pool
+        models = urllib.parse.urlsplit(self.base_url + "/models").path
+        self._get_models = request_head("GET", self._split, models, self._auth) + b"0\r\n\r\n"
+        self._keep_alive = KeepAlive(pool, self._get_models)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        if self._keep_alive is not None:
+            await self._keep_alive.close()
         if self._pool is not None:
             self._pool.close_all()
-        self._pool = None
+        self._pool = self._keep_alive = None
 
     def _body(self, plan: RequestPlan, prompt: str) -> bytes:
         return encode_body(plan, prompt, model=self.model, chat=self.api == "chat", stream=self.stream,
@@ -226,8 +205,8 @@ class OpenAIClient:
         fresh = not self.reuses_connections
         while True:
             try:
-                if await self._exchange(head, data, ex, fresh, spin_s):
-                    await self._learn_keep_alive()
+                if await self._exchange(head, data, ex, fresh, spin_s) and self._keep_alive is not None:
+                    await self._keep_alive.wait()
             except asyncio.CancelledError:
                 raise
             except ConnectTimeout as exc:
@@ -260,7 +239,7 @@ class OpenAIClient:
         conn = None if fresh else pool.take_idle()
         if conn is None:
             conn = await pool.acquire(fresh, deadline)
-        complete = False
+        complete = probed = False
         try:
             if ex.plan.scheduled_at > perf_counter():
                 await sleep_until(ex.plan.scheduled_at, spin_s)
@@ -278,10 +257,13 @@ class OpenAIClient:
                 timer.cancel()
             complete = True
         finally:
-            if complete and conn.peer_eof and ex.status is not None and ex.status < 400:
-                self._server_closes()  # the server ended the connection right after a response
-            # a resend's connection is not pooled
-            pool.release(conn, complete and conn.keep and self.reuses_connections and not fresh)
+            if complete and ex.status is not None and ex.status < 400 and self._keep_alive is not None:
+                if conn.peer_eof:
+                    self._server_closes()  # the server ended the connection right after a response
+                elif conn.keep and not fresh:
+                    probed = self._keep_alive.probe(conn)
+            if not probed:  # a resend's connection is not pooled
+                pool.release(conn, complete and conn.keep and self.reuses_connections and not fresh)
         return ex.status is not None and ex.status < 400
 
     @staticmethod
@@ -309,27 +291,14 @@ class OpenAIClient:
         if pool is None:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         n = min(n, self.max_connections)
-        path = urllib.parse.urlsplit(self.base_url + "/models").path
-        head = request_head("GET", self._split, path, self._auth) + b"0\r\n\r\n"
         loop = asyncio.get_running_loop()
 
         async def one() -> bool:
-            ex = RawExchange(RequestPlan(-1, "", None, 0, 0.0), None, None, None)
-            deadline = loop.time() + self.timeout_s
             try:
-                conn = await pool.acquire(True, deadline)
+                conn = await pool.acquire(True, loop.time() + self.timeout_s)
             except (OSError, asyncio.TimeoutError):
                 return False
-            try:
-                waiter = conn.arm(ex, response_byte_limit(0))
-                timer = loop.call_at(deadline, conn.expire)
-                try:
-                    conn.write(head, b"")
-                    await waiter
-                finally:
-                    timer.cancel()
-            except (OSError, asyncio.TimeoutError, ResponseTooLarge):
-                pass
+            ex, _ = await get_on(conn, self._get_models, self.timeout_s)
             ok = ex.status is not None and ex.status < 400
             pool.release(conn, ok and conn.keep)
             return ok
