@@ -49,6 +49,7 @@ class Connection(asyncio.Protocol):
                  keep_wire: bool = False, secret: Optional[bytes] = None) -> None:
         self.transport: Any = None
         self.parser = HttpResponseParser(self)
+        self._feed = self.parser.feed_data
         self.read_at = 0.0  # perf_counter of the last read
         self.peer_eof = False  # the server ended the connection
         self.lost = False
@@ -81,8 +82,8 @@ class Connection(asyncio.Protocol):
             if local and remote:
                 self.ends = ((str(local[0]), int(local[1])), (str(remote[0]), int(remote[1])))
 
-    def data_received(self, data: bytes) -> None:
-        t = self.read_at = perf_counter()
+    def data_received(self, data: bytes, clock: Callable[[], float] = perf_counter) -> None:
+        t = self.read_at = clock()
         if self.keep_wire:
             self.delivered += len(data)
             if self.wire is not None:
@@ -94,7 +95,7 @@ class Connection(asyncio.Protocol):
             return
         pieces = self._pieces
         try:
-            self.parser.feed_data(data)
+            self._feed(data)
         except HttpParserError as exc:
             pieces.clear()
             return self._fail(ConnectionError(f"malformed HTTP response: {exc}"))
