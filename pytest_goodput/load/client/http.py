@@ -5,8 +5,8 @@ httptools' C parser (``connection.py``), over a keep-alive pool (``pool.py``). P
 response the connection only keeps ``(time, bytes)`` of the de-chunked body on the exchange,
 and the sender is woken once per response, when it ends or fails; every bit of parsing
 happens later in :mod:`pytest_goodput.measure.records.record`. Measured on a 2-core machine
-this costs a fifth of what aiohttp's per-request objects and per-read task wake-ups did
-(``docs/decisions.md``, ``docs/performance.md``). Control-plane calls (model list,
+this costs a third of the CPU per request that aiohttp's per-request objects and per-read
+task wake-ups did (``docs/decisions.md``, ``docs/performance.md``). Control-plane calls (model list,
 reachability) use httpx, where latency does not matter.
 
 Two stamps decide accuracy:
