@@ -208,6 +208,15 @@ class Connection(asyncio.Protocol):
                 raise ConnectionError("server disconnected while the request was written")
             self.transport.write(view[at:at + WRITE_PIECE])
 
+    def disarm(self) -> None:
+        """The sender gave up on the exchange (cancelled, or its write failed): nothing more
+        is kept or reported for it."""
+        waiter = self._waiter
+        self._ex = self._waiter = None
+        self.wire = None
+        if waiter is not None and not waiter.done():
+            waiter.cancel()
+
     def expire(self) -> None:
         """The exchange ran out of time: fail it and close the connection."""
         self._fail(asyncio.TimeoutError())

@@ -262,6 +262,8 @@ class OpenAIClient:
                     self._server_closes()  # the server ended the connection right after a response
                 elif conn.keep and not fresh:
                     probed = self._keep_alive.probe(conn)
+            if not complete:
+                conn.disarm()
             if not probed:  # a resend's connection is not pooled
                 pool.release(conn, complete and conn.keep and self.reuses_connections and not fresh)
         return ex.status is not None and ex.status < 400
