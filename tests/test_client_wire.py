@@ -20,11 +20,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from refserver import serve_in_thread  # noqa: E402
 
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
+from pytest_goodput.load.client.connection import ERROR_BODY_LIMIT  # noqa: E402
 from pytest_goodput.load.client.http import OpenAIClient  # noqa: E402
 from pytest_goodput.load.client.turns import WriteTurns  # noqa: E402
+from pytest_goodput.load.plan import pool_size  # noqa: E402
 from pytest_goodput.load.sending.loops import START_PER_TURN, start_users  # noqa: E402
+from pytest_goodput.load.worker import WARM_CONNECTIONS, Init, warm_connections  # noqa: E402
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.records.record import to_record  # noqa: E402
+from pytest_goodput.schema.scenario.spec import ScenarioSpec  # noqa: E402
 
 EVENTS = [
     {"id": "cmpl-1", "choices": [{"index": 0, "text": "hi"}]},
@@ -190,3 +194,45 @@ def test_users_starting_together_are_started_a_few_per_loop_turn() -> None:
     started = run(go())
     per_turn = {t: started.count(t) for t in set(started)}
     assert len(started) == 3 * START_PER_TURN + 5 and max(per_turn.values()) <= START_PER_TURN
+
+
+def test_an_error_body_is_kept_only_up_to_its_limit() -> None:
+    """A 500 with 1 MB of body: the excerpt stops at ERROR_BODY_LIMIT (one read past it at most)."""
+    junk = b"x" * (1 << 20)
+
+    def respond(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(junk) + junk)
+        return True
+
+    (ex,), _ = _serve(respond, _send_all(1))
+    record = _records([ex])[0]
+    kept = sum(len(b) for _, b in ex.reads)
+    assert record.error_kind == "http_status" and record.http_status == 500
+    assert ERROR_BODY_LIMIT <= kept < ERROR_BODY_LIMIT + (1 << 18)
+
+
+def test_a_request_queued_for_a_connection_counts_the_wait_against_its_timeout() -> None:
+    """The total timeout covers the wait for a pooled connection: the second of two requests
+    on one connection, queued behind a response that stalls past both deadlines, times out
+    too (whether its deadline passes in the queue or right after the slot freed)."""
+    async def go(url: str) -> list[RawExchange]:
+        async with OpenAIClient(url, "ref-model", max_connections=1, timeout_s=0.5,
+                                extra_body={"refserver": {"stall_s": 3.0}}) as c:
+            return list(await asyncio.gather(c.send(plan(0)), c.send(plan(1))))
+
+    with serve_in_thread(ttft_ms=1.0, itl_ms=1.0) as srv:
+        first, second = run(go(f"http://127.0.0.1:{srv.port}"))
+    assert first.error_kind == second.error_kind == "timeout" and first.sent_at is not None
+    assert first.reads  # the stalled stream had begun: the first timed out mid-stream
+
+
+@pytest.mark.parametrize(("scenario", "kw", "warm"), [
+    ("concurrency", {"concurrency": 300}, 300),
+    ("offline", {"requests": 100}, 100),
+    ("server", {"rate": 50.0}, WARM_CONNECTIONS),
+])
+def test_a_closed_loop_opens_one_connection_per_user_before_its_run(scenario: str, kw: dict, warm: int) -> None:
+    spec = ScenarioSpec(scenario=scenario, **kw)
+    init = Init(spec, "http://127.0.0.1:1/v1", "m", None, pool_size(spec), None)
+    assert warm_connections(init) == min(warm, init.pool)
