@@ -37,7 +37,7 @@ import asyncio
 import ssl
 import urllib.parse
 from time import perf_counter
-from typing import Any, Optional
+from typing import Optional
 
 import httpx
 
