@@ -27,7 +27,7 @@ CI runner looks like). ``--client-cpus`` puts the client on those CPUs with the 
 :class:`pytest_goodput.run.affinity.ClientPlacement` (pinning, and a raised priority where
 permitted), ``--server-cpus`` the reference server with the engine launcher's wrapper.
 Each concurrency phase is also judged by the client's own self-check, as a gated run is.
-``--capture`` (needs CAP_NET_RAW, e.g. root) runs every aiohttp phase under the plugin's packet
+``--capture`` (needs CAP_NET_RAW, e.g. root) runs every phase of this client under the plugin's packet
 capture (``docs/capture.md``): reads are retimed to the packets that carried them before
 anything is measured, and the self-check is told when every event was mapped; the mapped
 fractions are printed. The httpx comparison keeps read-time stamps.
@@ -264,7 +264,7 @@ def main() -> int:
     ap.add_argument("--client-cpus", help="place the client on these CPUs (e.g. 1)")
     ap.add_argument("--server-cpus", help="run the reference server on these CPUs (e.g. 0)")
     ap.add_argument("--capture", action="store_true",
-                    help="aiohttp phases under packet capture (needs CAP_NET_RAW)")
+                    help="this client's phases under packet capture (needs CAP_NET_RAW)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     load_before = os.getloadavg()
@@ -275,14 +275,14 @@ def main() -> int:
         print(f"[{placement.describe()}]")
     proc, url = start_server(args.server_cpus)
     clients: dict[str, Callable[[], Any]] = {
-        "aiohttp": lambda: OpenAIClient(url, "ref-model", max_connections=256, keep_wire=args.capture),
+        "ours": lambda: OpenAIClient(url, "ref-model", max_connections=256, keep_wire=args.capture),
     }
     if not args.skip_httpx:
         clients["httpx"] = lambda: HttpxClient(url, "ref-model")
     res: dict[str, dict[str, dict[str, float]]] = {}
     try:
         for name, make in clients.items():
-            captured = args.capture and name == "aiohttp"
+            captured = args.capture and name == "ours"
             res[name] = {}
             for label, body in (
                 ("c1", lambda c: closed_loop(c, 1, args.c1_requests)),
@@ -320,11 +320,11 @@ def main() -> int:
         if placement is not None:
             placement.restore()
 
-    a, h = res["aiohttp"], res.get("httpx")
+    a, h = res["ours"], res.get("httpx")
     print(f"\nserver: TTFT {TTFT_MS:g} ms, ITL {ITL_MS:g} ms, {TOKENS} tokens; "
           f"c1 n={a['c1']['n']}, c64 n={a['c64']['n']}+{a['c64closed']['n']}, poisson {args.rate:g}/s x {args.poisson_seconds:g} s "
           f"({args.poisson_tokens} tokens) n={a['poisson']['n']}")
-    print(f"  {'metric':<34}{'aiohttp':>10}{'httpx' if h else '':>10} unit  httpx/aiohttp")
+    print(f"  {'metric':<34}{'ours':>10}{'httpx' if h else '':>10} unit  httpx/ours")
     titles = {"c1": "concurrency 1 (sequential)", "c64": "concurrency 64 (64 streams started together, per round)",
               "c64closed": "concurrency 64, closed loop (next request sent as each stream ends)"}
     for label in ("c1", "c64", "c64closed"):
@@ -364,7 +364,7 @@ def main() -> int:
           f"{load_after[0]:.2f} after, on {os.cpu_count()} cores"
           + (f"; {len(neighbours)} CPU-bound neighbours" if neighbours else "")
           + (f"; {placement.describe()}" if placement else "; client and server share the cores")
-          + ("; aiohttp receive times from packet capture" if args.capture else ""))
+          + ("; this client's receive times from packet capture" if args.capture else ""))
     return 0 if all(ok for _, ok in bars) else 1
 
 

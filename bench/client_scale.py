@@ -23,7 +23,9 @@ Parts (``--part``):
   consecutive runs (default 10): the bar is receive lag P99 <= 3 ms and TTFT P99 error <= 5 ms
   in every run the self-check calls valid, at least 9 of 10 valid;
 * ``wide``: 256 and 1,024 concurrent streams (TTFT 50 ms, one token per 50 ms, 32 tokens, two
-  requests per stream): the ratio of this client's receive-lag P99 to the raw client's;
+  requests per stream): the ratio of this client's receive-lag P99 to the raw client's, the
+  send lag, the fan-in (each user's first write after the common start, P99 and max; the raw
+  client's from its first write) and the self-check's verdict;
 * ``open``: open-loop Poisson 500 and 2,000 req/s for 5 s (TTFT 5 ms, 4 tokens 2 ms apart):
   send lag, CPU per request (the anchor: ~47 us in MLPerf's client, AIPerf paces to ~50 us);
 * ``request``: a closed loop of 8 streams of one token each (first token 1 ms after the read),
@@ -130,7 +132,8 @@ def ours(spec: ScenarioSpec, url: str) -> dict[str, Any]:
         chunks = sum(r.content_chunks for r in recs)
         extra = {"valid": h.valid, "reasons": h.reasons, "loop_max": h.loop_lag_ms.max,
                  "cpu_req_us": cpu / max(1, len(recs)) * 1e6, "cpu_chunk_us": cpu / max(1, chunks) * 1e6,
-                 "delayed": h.delayed_requests, "send_p99": h.send_lag_p99_ms}
+                 "delayed": h.delayed_requests, "send_p99": h.send_lag_p99_ms,
+                 "fan_in": fan_in([(ex.plan.scheduled_at, ex.sent_at) for ex in out.exchanges], spec.concurrency)}
     return {"rows": rows, **extra}
 
 
@@ -147,9 +150,24 @@ def raw(port: int, streams: Optional[int], requests: int, tokens: int, offsets: 
         rows.append((rid, first, None if first is None else (first - ex.scheduled_at) * 1e3, ex.sent_at))
     chunks = sum(ex.chunks() for ex in exs)
     sends = [(ex.sent_at - ex.scheduled_at) * 1e3 for ex in exs]
+    burst = sorted(exs, key=lambda ex: ex.scheduled_at)[:streams or 0]
+    t0 = burst[0].scheduled_at if burst else 0.0
     return {"rows": rows, "valid": None, "cpu_req_us": cpu / max(1, len(exs)) * 1e6,
             "cpu_chunk_us": cpu / max(1, chunks) * 1e6, "send_p99": pct(sends, 99) if offsets else None,
+            "fan_in": fan_in([(t0, ex.sent_at) for ex in burst], streams) if offsets is None else None,
             "wall_s": time.perf_counter() - w0}
+
+
+def fan_in(pairs: list[tuple[float, Optional[float]]], users: Optional[int]) -> Optional[tuple[float, float]]:
+    """A closed loop's burst: each user's first write after the common start (ms), P99 and max.
+
+    ``pairs``: (scheduled, sent) of every request; the burst is the ``users`` earliest-scheduled."""
+    if not users:
+        return None
+    first = sorted(pairs, key=lambda p: p[0])[:users]
+    t0 = min(p[0] for p in first)
+    lags = [(sent - t0) * 1e3 for _, sent in first if sent is not None]
+    return (pct(lags, 99), max(lags)) if lags else None
 
 
 def show(label: str, client: str, r: dict[str, Any], j: dict[str, float]) -> None:
@@ -157,6 +175,8 @@ def show(label: str, client: str, r: dict[str, Any], j: dict[str, float]) -> Non
     extra = ""
     if r.get("send_p99") is not None:
         extra += f"  send lag P99 {r['send_p99']:.2f} ms"
+    if r.get("fan_in") is not None:
+        extra += f"  fan-in (first writes after the start) P99/max {r['fan_in'][0]:.2f}/{r['fan_in'][1]:.2f} ms"
     if r.get("loop_max") is not None:
         extra += f"  loop-lag max {r['loop_max']:.1f} ms  delayed {r.get('delayed')}"
     if r.get("departure_p99") is not None:

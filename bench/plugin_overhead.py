@@ -13,7 +13,7 @@ the ratio, and whether the difference meets the target (<= 30 ms); then the same
 time (user + system) each run's process used, which other processes on a busy machine
 inflate far less than the wall time. It then runs each arm once more in-process and lists
 the modules the plugin added to ``sys.modules``, flagging the heavy ones (pydantic, numpy,
-httpx, aiohttp, ... and the gate's own core packages): there should be none until the
+httpx, httptools, ... and the gate's own core packages): there should be none until the
 session has goodput work (a goodput test or fixture collected, baselines recorded).
 
 ``--env NAME=VALUE`` (repeatable) sets a variable for both arms: goodput settings a CI job
@@ -42,7 +42,7 @@ from pathlib import Path
 
 TARGET_MS = 30.0
 #: Third-party packages the plugin must not import for a suite without goodput tests.
-HEAVY_THIRD_PARTY = ("pydantic", "pydantic_core", "numpy", "httpx", "aiohttp", "uvloop",
+HEAVY_THIRD_PARTY = ("pydantic", "pydantic_core", "numpy", "httpx", "httptools", "uvloop",
                      "starlette", "uvicorn", "tabulate", "prometheus_client", "scipy")
 #: The gate's own core: everything below the plugin's entry point and settings table.
 CORE_PREFIXES = tuple(f"pytest_goodput.{p}" for p in (
@@ -167,7 +167,7 @@ def main() -> int:
     print("  pytest_goodput modules: " + (", ".join(ours) or "none"))
     others = sorted({m.split(".")[0] for m in added if not m.startswith("pytest_goodput")})
     print("  other top-level modules: " + (", ".join(others) or "none"))
-    print("  heavy (pydantic, numpy, httpx, aiohttp, ..., the gate's core): "
+    print("  heavy (pydantic, numpy, httpx, httptools, ..., the gate's core): "
           + (", ".join(f"{g} ({n})" for g, n in sorted(heavy.items())) or "none"))
     return 0
 

@@ -28,25 +28,26 @@ RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nKeep-Alive: 
             b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bool:
+async def _read_request(reader: asyncio.StreamReader) -> bytes:
+    """The request's method (b"": the connection ended)."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
-        return False
+        return b""
     length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
                   if line.lower().startswith(b"content-length"))
     await reader.readexactly(length)
-    return True
+    return head.split(b" ", 1)[0]
 
 
 def _drive(close_after_response: bool, users: int, per_user: int) -> tuple[list, dict]:
     """``users`` closed-loop users send ``per_user`` requests each; returns records and counts."""
-    counts = {"connections": 0, "requests": 0}
+    counts = {"connections": 0, "requests": 0, "probes": 0}
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         counts["connections"] += 1
-        while await _read_request(reader):
-            counts["requests"] += 1
+        while method := await _read_request(reader):
+            counts["requests" if method == b"POST" else "probes"] += 1
             writer.write(RESPONSE)
             await writer.drain()
             if close_after_response:  # announced keep-alive, closes anyway
@@ -84,4 +85,4 @@ def test_server_keeping_connections_alive_has_them_reused() -> None:
     records, counts = _drive(close_after_response=False, users=2, per_user=10)
     assert all(r.ok for r in records) and len(records) == 20
     assert counts["requests"] == 20 and counts["connections"] == 2
-    assert counts["reuses"] is True
+    assert counts["reuses"] is True and counts["probes"] == 1  # learned from one GET on a used connection

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faultserver import serve_in_thread  # noqa: E402
 
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
+from pytest_goodput.load.client.connection import RequestNotWritten  # noqa: E402
 from pytest_goodput.load.client.http import OpenAIClient  # noqa: E402
+from pytest_goodput.load.client.pool import ConnectError, ConnectTimeout, Pool  # noqa: E402
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.records.record import to_record  # noqa: E402
 
@@ -60,39 +60,47 @@ def test_connection_close_is_honoured():
 
 def test_write_on_a_connection_the_server_closed_is_resent_once_and_counted(monkeypatch):
     """llama.cpp's case: keep-alive announced, connection closed after the stream; the next
-    request's write fails ("Can not write request body"). It never reached the server: it is
-    sent again on a fresh connection, and the retry is counted, not failed.
+    request meets a connection the server has ended. It never reached the server: it is sent
+    again on a fresh connection, and the retry is counted, not failed.
 
-    To make the race certain, a hook holds each reused connection, once acquired, until the
-    client has seen the server close it; the write then meets a closed transport. (Left to
-    itself the client learns from the first close not to reuse connections to this server,
-    ``test_client_keepalive.py``; that learning is switched off here.)
+    To make the race certain, the pool here hands out a pooled connection without looking
+    whether the server ended it (as when the close arrives just after it was taken), and each
+    request after the first is due 0.2 s later, so the close has arrived before its write.
+    (Left to itself the client learns from the first close not to reuse connections to this
+    server, ``test_client_keepalive.py``; that learning is switched off here.)
     """
-    async def trust_keep_alive(self: OpenAIClient) -> None:
-        return None
+    def take_unchecked(self: Pool) -> Any:
+        if not self.idle:
+            return None
+        conn = self.idle.pop()
+        conn.idle = False
+        return conn
 
-    monkeypatch.setattr(OpenAIClient, "_learn_keep_alive", trust_keep_alive)
+    def release_unchecked(self: Pool, conn: Any, reuse: bool) -> None:
+        if reuse:
+            conn.idle = True
+            self.idle.append(conn)
+        else:
+            self._close(conn)
+
     monkeypatch.setattr(OpenAIClient, "_server_closes", lambda self: None)
+    monkeypatch.setattr(Pool, "take_idle", take_unchecked)
+    monkeypatch.setattr(Pool, "release", release_unchecked)
+    monkeypatch.setattr(Pool, "lost", lambda self, conn: None)
 
-    async def wait_for_close(session: Any, ctx: Any, params: Any) -> None:
-        for _ in range(500):  # bounded: 5 s
-            if not any(p.is_connected() for p in session.connector._acquired):
-                return
-            await asyncio.sleep(0.01)
+    async def go(url: str) -> list[RawExchange]:
+        async with OpenAIClient(url, "fault-model", max_connections=1, timeout_s=10) as c:
+            c._keep_alive.known = True  # as if learned
+            return [await c.send(RequestPlan(i, "p", 1, 3, time.perf_counter() + (0.2 if i else 0.0)))
+                    for i in range(4)]
 
-    class HeldTraceConfig(aiohttp.TraceConfig):
-        def __init__(self, *args: Any, **kw: Any) -> None:
-            super().__init__(*args, **kw)
-            self.on_connection_reuseconn.append(wait_for_close)
-
-    monkeypatch.setattr(aiohttp, "TraceConfig", HeldTraceConfig)
     with serve_in_thread(close_after=True) as srv:
-        exs = send_sequentially(srv.url, 4, max_connections=1, timeout_s=10)
+        exs = run(go(srv.url))
         completions = srv.completions
     recs = records(exs)
     assert all(r.ok for r in recs), [r.error_detail for r in recs]
-    # 0 on a new connection; 1 reuses it, finds it closed, goes again on a fresh one; 2 finds
-    # the pool empty and connects; 3 reuses that one, like 1
+    # 0 on a new connection; 1 reuses it, finds it closed, goes again on a fresh one (not
+    # pooled after); 2 finds the pool empty and connects; 3 reuses that one, like 1
     assert [r.retries for r in recs] == [0, 1, 0, 1]
     assert completions == 4  # each request reached the server exactly once
 
@@ -104,26 +112,18 @@ def written(status: int | None = None, reads: list | None = None, sent: bool = T
 @pytest.mark.parametrize(
     ("exc", "unsent"),
     [
-        (aiohttp.ClientOSError(None, "Can not write request body for http://h/v1/completions"), True),
-        (aiohttp.ClientConnectionError("Failed to send bytes into the underlying connection x"), True),
-        (aiohttp.ServerDisconnectedError(), False),  # written, then dropped: the server may have read it
-        (aiohttp.ClientOSError(104, "Connection reset by peer"), False),
-        (aiohttp.ClientPayloadError("Response payload is not completed"), False),
+        (RequestNotWritten("the server closed the connection before the request was written"), True),
+        (ConnectionError("server disconnected"), False),  # written, then dropped: the server may have read it
+        (ConnectionResetError(104, "Connection reset by peer"), False),
+        (ConnectError("cannot connect to 127.0.0.1:1: ConnectionRefusedError"), False),  # a fresh one fails alike
+        (ConnectTimeout("no connection within 10 s"), False),
     ],
 )
-def test_after_the_write_only_a_failed_write_counts_as_unsent(exc, unsent):
-    assert OpenAIClient._unsent(exc, written()) is unsent
+def test_only_a_request_the_connection_never_took_counts_as_unsent(exc, unsent):
+    assert OpenAIClient._unsent(exc, written(sent=False)) is unsent
 
 
-def test_write_failure_caused_by_a_closing_transport_is_unsent():
-    exc = aiohttp.ClientOSError(None, "other words")
-    exc.__cause__ = ConnectionResetError("Cannot write to closing transport")
-    assert OpenAIClient._unsent(exc, written())
-
-
-def test_a_connection_found_closed_before_the_write_is_unsent_but_not_after_a_read():
-    assert OpenAIClient._unsent(aiohttp.ServerDisconnectedError(), written(sent=False))
-    assert not OpenAIClient._unsent(aiohttp.ServerDisconnectedError(), written(sent=False, status=200))
-    assert not OpenAIClient._unsent(aiohttp.ServerDisconnectedError(), written(sent=False, reads=[(1.0, b"x")]))
-    refused = aiohttp.ClientConnectorError(None, ConnectionRefusedError(111, "refused"))
-    assert not OpenAIClient._unsent(refused, written(sent=False))  # a fresh connect fails alike
+def test_a_connection_found_closed_is_unsent_but_not_after_a_status_or_a_read():
+    exc = RequestNotWritten("closed")
+    assert not OpenAIClient._unsent(exc, written(sent=False, status=200))
+    assert not OpenAIClient._unsent(exc, written(sent=False, reads=[(1.0, b"x")]))

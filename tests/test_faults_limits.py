@@ -51,7 +51,7 @@ def test_a_body_over_its_byte_limit_stops_reading_and_fails():
     r = record(ex)
     assert r.error_kind == "malformed_stream" and "reading stopped" in r.error_detail
     held = sum(len(b) + READ_OVERHEAD for _, b in ex.reads)
-    assert limit < held < 2 * limit  # one read past the limit (what aiohttp had buffered)
+    assert limit < held < 2 * limit  # one read past the limit (what the socket had delivered)
 
 
 def test_an_sse_line_over_the_limit_is_malformed():

@@ -15,7 +15,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-HEAVY = ("pydantic", "pydantic_core", "numpy", "httpx", "aiohttp", "uvloop", "tabulate")
+HEAVY = ("pydantic", "pydantic_core", "numpy", "httpx", "httptools", "uvloop", "tabulate")
 CORE = ("pytest_goodput.schema", "pytest_goodput.stats", "pytest_goodput.judge",
         "pytest_goodput.measure", "pytest_goodput.load", "pytest_goodput.engines",
         "pytest_goodput.sim", "pytest_goodput.run", "pytest_goodput.store", "pytest_goodput.report",
@@ -132,7 +132,7 @@ def test_plain():
     assert res.ret == pytest.ExitCode.OK, res.stdout.str() + res.stderr.str()
     assert {"pytest_goodput.schema.scenario.spec", "pytest_goodput.plugin.session"} <= modules
     # The load generator waits for a test that measures.
-    assert "pytest_goodput.plugin.harness" not in modules and "aiohttp" not in modules
+    assert "pytest_goodput.plugin.harness" not in modules and "httptools" not in modules
 
 
 @pytest.mark.parametrize("marker,needles", [

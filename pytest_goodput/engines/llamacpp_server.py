@@ -26,8 +26,9 @@ from pytest_goodput.engines.tinyllama import SIZES, write_tiny_llama
 
 #: HTTP worker threads. llama.cpp's HTTP server gives each connection a thread of a fixed pool
 #: and keeps an idle keep-alive connection on it for 5 s; its default pool (slots + 2) is
-#: smaller than the 64 connections the load generator opens before a run, so the connections
-#: beyond the pool wait their turn in 5 s steps (measured: 35 s before the first request).
+#: smaller than the connections the load generator opens before a run (64 for an open loop,
+#: one per user for a closed one), so the connections beyond the pool wait their turn in 5 s
+#: steps (measured: 35 s before the first request).
 #: Idle threads cost nothing but address space.
 DEFAULT_HTTP_THREADS = 96
 

@@ -28,8 +28,12 @@ from pytest_goodput.load.sketch import Sketcher, SketchPlan
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
-#: Keep-alive connections opened before a run starts (more are opened on demand).
+#: Keep-alive connections an open loop opens before its run starts (more are opened on demand).
 WARM_CONNECTIONS = 64
+#: A closed loop opens one per user before its run starts, up to this many: its users all
+#: start together, and a connect inside that burst costs loop turns and send lag (256 users
+#: with 64 warm: send lag P99 52 ms; docs/performance.md).
+WARM_USERS_MAX = 4096
 #: Workers report at least this often while running a phase (the coordinator's silence rule).
 HEARTBEAT_S = 1.0
 #: Seconds between a worker's checks on its progress, for its heartbeat.
@@ -64,6 +68,13 @@ def open_client(init: Init, keep_wire: bool) -> OpenAIClient:
         timeout_s=spec.timeout_s, max_connections=init.pool, ignore_eos=spec.ignore_eos,
         extra_body=reasoning_body(spec), keep_wire=keep_wire,
     )
+
+
+def warm_connections(init: Init) -> int:
+    """Connections opened before the run: one per user of a closed loop, else a few."""
+    spec = init.spec
+    closed = spec.concurrency is not None or spec.scenario == "offline"
+    return min(init.pool, WARM_USERS_MAX if closed else WARM_CONNECTIONS)
 
 
 def _deadlines(plans: list[RequestPlan], t0: float) -> Iterator[RequestPlan]:
@@ -201,5 +212,5 @@ class Worker:
 async def serve(init: Init, receive: Receive, emit: Emit, keep_wire: bool) -> None:
     """A worker with a client of its own: open it and its first connections, then serve."""
     async with open_client(init, keep_wire) as client:
-        emit(("ready", await client.open_connections(min(init.pool, WARM_CONNECTIONS))))
+        emit(("ready", await client.open_connections(warm_connections(init))))
         await Worker(init, client, emit).serve(receive)

@@ -41,7 +41,7 @@ FIXTURES = frozenset({"goodput", "goodput_engine", "goodput_engine_factory"})
 
 
 # --- Loading the core, deferred ------------------------------------------------------------
-# Why deferred: the core (pydantic models, numpy statistics, httpx/aiohttp clients) takes
+# Why deferred: the core (pydantic models, numpy statistics, httpx/httptools clients) takes
 # about half a second to import, and pytest would pay it in every run of every test suite
 # in the environment, goodput tests or not. So nothing below this entry point and
 # ``settings`` is imported until a goodput test is collected, a goodput fixture is used, or

@@ -1,4 +1,4 @@
-"""Request bodies: JSON built in slices around the prompt, and written at the request's deadline.
+"""Request bodies: JSON built in slices around the prompt.
 
 A body is ``head + JSON string contents of the prompt + tail``. ``head`` and ``tail`` come from
 encoding the body once with a placeholder for the prompt (:data:`PROMPT_SLOT`), so the prompt,
@@ -6,12 +6,8 @@ which may be 100k tokens, is escaped in slices (:func:`json_chars`) that the ope
 window (``load/sending/bodies.py``) spreads over the loop's idle moments; escaping is per character,
 so the slices joined are byte for byte what one ``json.dumps`` gives.
 
-:class:`ScheduledBody` is the payload aiohttp writes: it waits for the request's deadline
-before its first byte, so the open loop may start a request (pooled connection, headers)
-ahead of its deadline and the bytes still leave on time; where aiohttp writes the headers
-before the body (before 3.12) that is not done (:data:`HEADERS_WAIT_FOR_BODY`). A large body
-is written in :data:`WRITE_PIECE` slices, each after the transport drained the one before, so
-one request's 600 kB never fill the loop's buffers ahead of the next request's write.
+How a body is written (at its deadline, a large one in pieces as the transport drains) is
+the connection's business (``load/client/connection.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator, Optional
 
-from aiohttp import http_writer
-from aiohttp.payload import BytesPayload
-
-from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.measure.records.images import image_parts_json
 
@@ -36,10 +28,6 @@ IMAGES_SLOT = "__goodput_images__"
 IMAGES_SLOT_JSON = b'"__goodput_images__"'
 #: Characters of a prompt escaped at once by :func:`json_chars` (a few tens of microseconds).
 SLICE_CHARS = 16384
-#: Bytes of a body handed to the transport at once.
-WRITE_PIECE = 256 * 1024
-#: aiohttp keeps the request line and headers until the first body write (3.12 and later).
-HEADERS_WAIT_FOR_BODY = hasattr(http_writer.StreamWriter, "send_headers")
 
 
 def encode_body(plan: RequestPlan, prompt: str, *, model: str, chat: bool, stream: bool, ignore_eos: bool,
@@ -84,25 +72,4 @@ def split_frame(data: bytes) -> Optional[tuple[bytes, bytes]]:
     return (head, tail) if slot else None
 
 
-class ScheduledBody(BytesPayload):  # type: ignore[misc]
-    """A request body whose first byte is written no earlier than ``due`` (``perf_counter``)."""
-
-    def __init__(self, value: bytes, due: float, spin_s: float = SPIN_S) -> None:
-        super().__init__(value, content_type="application/json")
-        self.due, self.spin_s = due, spin_s
-
-    async def write(self, writer: Any) -> None:
-        await self.write_with_length(writer, None)
-
-    async def write_with_length(self, writer: Any, content_length: Optional[int]) -> None:
-        await sleep_until(self.due, self.spin_s)
-        view = memoryview(self._value)
-        if content_length is not None:
-            view = view[:content_length]
-        if not view:
-            await writer.write(b"")
-        for at in range(0, len(view), WRITE_PIECE):
-            await writer.write(view[at:at + WRITE_PIECE])
-
-
-__all__ = ["HEADERS_WAIT_FOR_BODY", "PROMPT_SLOT", "ScheduledBody", "encode_body", "json_chars", "split_frame"]
+__all__ = ["PROMPT_SLOT", "encode_body", "json_chars", "split_frame"]

@@ -1,106 +1,257 @@
-"""The client's connections: when each read arrived, when the request was written, and
-whether the server closes connections after a response.
+"""One keep-alive HTTP/1.1 connection of the client: the protocol that stamps every read,
+parses the response as it arrives and wakes the sender once, when the response ends or fails.
 
-These hook into aiohttp (its connection protocol and its trace hooks), so they live apart
-from the request logic in :mod:`pytest_goodput.load.client.http`.
+The response is parsed by httptools (llhttp, in C) inside ``data_received``, so the time of
+a read is taken when the loop hands the bytes over, not when a reading task next gets its
+turn, and no task runs per read: the body's bytes of one read (de-chunked) are kept as one
+``(time, bytes)`` on the exchange directly. With many streams a burst of reads would wake
+as many tasks one after another; stamping in the task charged that queue to the server.
+SSE splitting and JSON decoding happen after the run (``measure/records/record.py``).
+
+``keep_wire`` (packet capture, ``docs/capture.md``): each response's raw bytes are kept in
+a :class:`Wire` with the connection's addresses and the bytes it delivered before, begun
+when the connection is armed for a request just before its bytes are written (HTTP/1.1
+without pipelining, so every byte after it belongs to this response).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from time import perf_counter
 from typing import Any, Callable, Optional
 
-from pytest_goodput.measure.records.exchange import Wire
+from httptools import HttpParserError, HttpResponseParser
 
-try:  # aiohttp internals; without them reads are stamped in the reading task instead
-    from aiohttp.client_proto import ResponseHandler
-except ImportError:  # pragma: no cover
-    ResponseHandler = None
+from pytest_goodput.measure.records.exchange import RawExchange, Wire
+
+#: Bytes of an error response (HTTP status >= 400) kept for the record's excerpt.
+ERROR_BODY_LIMIT = 64 * 1024
+#: Each read of a response counts this much against its byte limit besides its bytes, for its
+#: time stamp and bookkeeping.
+READ_OVERHEAD = 128
+#: Bytes of a body handed to the transport at once; the next piece waits until it drained.
+WRITE_PIECE = 256 * 1024
 
 
-def install_protocol(
-    connector: Any, loop: asyncio.AbstractEventLoop, on_closed_after_response: Callable[[], None],
-    keep_wire: bool = False,
-) -> None:
-    """Make ``connector`` build connections whose protocol stamps every socket read.
+class RequestNotWritten(ConnectionError):
+    """The connection was found closed before any byte of the request was written: the server
+    cannot have read it, so it may be sent again (``OpenAIClient._unsent``)."""
 
-    The stamp is taken in ``data_received`` — when the loop hands the bytes over — not
-    when the reading task next runs. With many streams a burst of reads wakes many tasks
-    whose turns come one after another; stamping in the task would charge that queue to
-    the server. Falls back silently (reads stamped in the task) if aiohttp's internals
-    differ from the version this was written against.
 
-    The protocol also calls ``on_closed_after_response`` when the server ends a connection
-    that has gone back to the pool after a response (``should_close`` is read by the
-    connector exactly then), which ``OpenAIClient`` uses to stop reusing connections to a
-    server that closes them after a response.
+class ResponseTooLarge(Exception):
+    """The response went over its byte limit; reading stopped (a ``malformed_stream``)."""
 
-    ``keep_wire`` (packet capture, ``docs/capture.md``): each response's raw bytes are kept
-    in a :class:`Wire` with the connection's addresses and the bytes it delivered before,
-    begun when aiohttp sets the connection up for a request (``set_response_params``, just
-    before the request is written; HTTP/1.1 without pipelining, so every byte after it
-    belongs to this response).
-    """
-    if ResponseHandler is None:  # pragma: no cover
-        return
-    if not hasattr(connector, "_factory"):  # pragma: no cover
-        return
 
-    class StampedResponseHandler(ResponseHandler):  # type: ignore[misc,valid-type]
-        read_at = 0.0
-        released = False  # went back to the pool after a response
-        peer_eof = False  # the server ended the connection
+class Connection(asyncio.Protocol):
+    """One connection: at most one exchange at a time (``arm``), its waiter woken once."""
 
-        def data_received(self, data: bytes) -> None:
-            self.read_at = perf_counter()
-            super().data_received(data)
+    def __init__(self, on_server_close: Callable[[], None], on_lost: Callable[["Connection"], None],
+                 keep_wire: bool = False, secret: Optional[bytes] = None) -> None:
+        self.transport: Any = None
+        self.parser = HttpResponseParser(self)
+        self._feed = self.parser.feed_data
+        self.read_at = 0.0  # perf_counter of the last read
+        self.peer_eof = False  # the server ended the connection
+        self.lost = False
+        self.idle = False  # in the pool after a complete response
+        self.keep = False  # the last response left the connection reusable
+        self.requests = 0  # requests it carried
+        self._on_server_close, self._on_lost = on_server_close, on_lost
+        self._secret = secret
+        self._ex: Optional[RawExchange] = None
+        self._waiter: Optional[asyncio.Future[None]] = None
+        self._pieces: list[bytes] = []
+        self._budget = 0
+        self._limit = 0
+        self._status = 0
+        self._framed = False  # Content-Length or chunked: the body does not end at the close
+        self._complete = False
+        self._reusable = False
+        self._drained: Optional[asyncio.Future[None]] = None
+        self.keep_wire = keep_wire
+        self.wire: Optional[Wire] = None
+        self.delivered = 0
+        self.ends: tuple[tuple[str, int], tuple[str, int]] = (("", 0), ("", 0))
 
-        def eof_received(self) -> None:
-            self.peer_eof = True
-            if self.released:
-                on_closed_after_response()
-            super().eof_received()
+    # -- the transport's callbacks ------------------------------------------------------
 
-        @property
-        def should_close(self) -> bool:
-            # read by the connector exactly when it takes the connection back after a response
-            self.released = True
-            if self.peer_eof:
-                on_closed_after_response()
-            return ResponseHandler.should_close.fget(self)  # type: ignore[attr-defined,no-any-return]
-
-    class WireResponseHandler(StampedResponseHandler):
-        wire: Optional[Wire] = None
-        delivered = 0
-        ends: tuple[tuple[str, int], tuple[str, int]] = (("", 0), ("", 0))
-
-        def connection_made(self, transport: Any) -> None:
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        if self.keep_wire:
             local, remote = transport.get_extra_info("sockname"), transport.get_extra_info("peername")
             if local and remote:
                 self.ends = ((str(local[0]), int(local[1])), (str(remote[0]), int(remote[1])))
-            super().connection_made(transport)
 
-        def set_response_params(self, *args: Any, **kwargs: Any) -> None:
-            self.wire = Wire(self.ends[0], self.ends[1], self.delivered, armed_at=perf_counter())
-            super().set_response_params(*args, **kwargs)
-
-        def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes, clock: Callable[[], float] = perf_counter) -> None:
+        t = self.read_at = clock()
+        if self.keep_wire:
             self.delivered += len(data)
             if self.wire is not None:
                 self.wire.chunks.append(data)
-            super().data_received(data)
+        ex = self._ex
+        if ex is None:  # bytes nobody asked for: the connection cannot be trusted any more
+            self.keep = False
+            self.transport.close()
+            return
+        pieces = self._pieces
+        try:
+            self._feed(data)
+        except HttpParserError as exc:
+            pieces.clear()
+            return self._fail(ConnectionError(f"malformed HTTP response: {exc}"))
+        if pieces:
+            chunk = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            pieces.clear()
+            if self._status >= 400:
+                return self._error_read(t, chunk, ex)
+            ex.reads.append((t, chunk))
+            self._budget -= len(chunk) + READ_OVERHEAD
+            if self._budget < 0:
+                return self._fail(ResponseTooLarge(
+                    f"response over {self._limit} bytes for {ex.plan.max_tokens} requested tokens: reading stopped"))
+        if self._complete:
+            self._finish(t if ex.reads and self._status < 400 else perf_counter())
 
-    connector._factory = functools.partial(
-        WireResponseHandler if keep_wire else StampedResponseHandler, loop=loop)
+    def eof_received(self) -> Optional[bool]:
+        self.peer_eof = True
+        if self.idle:
+            self._on_server_close()
+        return False
+
+    def connection_lost(self, exc: Optional[BaseException]) -> None:
+        self.lost = True
+        self.keep = False
+        if self._ex is not None:
+            if exc is None and self._status and not self._framed and not self._complete:
+                self._finish(perf_counter())  # a body delimited by the connection's close
+            else:
+                detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+                self._fail(ConnectionError(f"server disconnected{detail}"))
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._on_lost(self)
+
+    def pause_writing(self) -> None:
+        self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._drained = None
+
+    # -- httptools' callbacks ---------------------------------------------------------
+
+    def on_header(self, name: bytes, _value: bytes) -> None:
+        if name.lower() in (b"content-length", b"transfer-encoding"):
+            self._framed = True
+
+    def on_headers_complete(self) -> None:
+        status = self._status = self.parser.get_status_code()
+        ex = self._ex
+        if ex is not None:
+            ex.status = status
+            if status >= 400:
+                self._budget = ERROR_BODY_LIMIT
+            elif self.wire is not None:
+                ex.wire = self.wire
+
+    def on_body(self, body: bytes) -> None:
+        self._pieces.append(body)
+
+    def on_message_complete(self) -> None:
+        self._complete = True
+        self._reusable = self.parser.should_keep_alive()  # llhttp forgets it after this call
+
+    # -- the sender's side --------------------------------------------------------------
+
+    @property
+    def usable(self) -> bool:
+        """Open, and the server has not ended it."""
+        return not (self.lost or self.peer_eof or self.transport is None or self.transport.is_closing())
+
+    def arm(self, ex: RawExchange, limit: int) -> "asyncio.Future[None]":
+        """Make ``ex`` the connection's exchange; the future ends with its response."""
+        self._ex, self._limit, self._budget = ex, limit, limit
+        self._status, self._framed, self._complete, self.keep = 0, False, False, False
+        self.idle = False
+        self.requests += 1
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        if self.keep_wire:
+            self.wire = Wire(self.ends[0], self.ends[1], self.delivered, armed_at=perf_counter())
+        return waiter
+
+    def write(self, head: bytes, body: bytes) -> Optional[Any]:
+        """Stamp ``sent_at`` and write the request; a coroutine to await when the body is
+        larger than :data:`WRITE_PIECE` (the rest is written as the transport drains).
+
+        Raises :class:`RequestNotWritten` when the server had ended the connection first."""
+        ex = self._ex
+        if ex is None or not self.usable:
+            self._ex = self._waiter = None
+            raise RequestNotWritten("the server closed the connection before the request was written")
+        if len(body) <= WRITE_PIECE:
+            data = head + body
+            if ex.sent_at is None:
+                ex.sent_at = perf_counter()
+            self.transport.write(data)
+            return None
+        if ex.sent_at is None:
+            ex.sent_at = perf_counter()
+        self.transport.write(head)
+        return self._write_pieces(memoryview(body))
+
+    async def _write_pieces(self, view: memoryview) -> None:
+        for at in range(0, len(view), WRITE_PIECE):
+            if self._drained is not None:
+                await self._drained
+            if self.lost:
+                raise ConnectionError("server disconnected while the request was written")
+            self.transport.write(view[at:at + WRITE_PIECE])
+
+    def disarm(self) -> None:
+        """The sender gave up on the exchange (cancelled, or its write failed): nothing more
+        is kept or reported for it."""
+        waiter = self._waiter
+        self._ex = self._waiter = None
+        self.wire = None
+        if waiter is not None and not waiter.done():
+            waiter.cancel()
+
+    def expire(self) -> None:
+        """The exchange ran out of time: fail it and close the connection."""
+        self._fail(asyncio.TimeoutError())
+
+    def close(self) -> None:
+        self.keep = False
+        if self.transport is not None:
+            self.transport.close()
+
+    def _error_read(self, t: float, chunk: bytes, ex: RawExchange) -> None:
+        if self._secret:
+            chunk = chunk.replace(self._secret, b"***")
+        ex.reads.append((t, chunk))
+        self._budget -= len(chunk)
+        if self._budget <= 0 or self._complete:  # the excerpt is enough: reading stops
+            self._finish(perf_counter(), keep=None if self._complete else False)
+
+    def _finish(self, end_at: float, keep: Optional[bool] = None) -> None:
+        ex, waiter = self._ex, self._waiter
+        self._ex = self._waiter = None
+        self.wire = None
+        self.keep = (self._complete and self._reusable and not self.lost) if keep is None else keep
+        if ex is not None:
+            ex.end_at = end_at
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _fail(self, exc: BaseException) -> None:
+        waiter = self._waiter
+        self._ex = self._waiter = None
+        self.wire = None
+        self.close()
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
 
 
-async def stamp_sent(_session: Any, ctx: Any, _params: Any) -> None:
-    """aiohttp trace hook, fired just before the request body is written to the socket."""
-    ex = ctx.trace_request_ctx
-    if ex is not None and ex.sent_at is None:
-        ex.sent_at = perf_counter()
-
-
-__all__ = ["install_protocol", "stamp_sent"]
+__all__ = ["ERROR_BODY_LIMIT", "READ_OVERHEAD", "WRITE_PIECE", "Connection", "RequestNotWritten",
+           "ResponseTooLarge"]

@@ -1,19 +1,23 @@
 """OpenAI-compatible streaming client: the measurement hot path.
 
-Per read of a streamed response the client only keeps ``(time, bytes)``; every bit of
-parsing happens later in :mod:`pytest_goodput.measure.records.record`. Streams go through aiohttp (on
-uvloop when available): measured on a 2-core machine at 64 concurrent streams, httpx
-added 19.5 ms P50 / 50 ms P99 receive lag and saturated a core, aiohttp on uvloop
-0.16 / 1.35 ms (see ``docs/decisions.md``). Control-plane calls (model list,
+Requests are written and responses parsed on asyncio protocols (uvloop when available) with
+httptools' C parser (``connection.py``), over a keep-alive pool (``pool.py``). Per read of a
+response the connection only keeps ``(time, bytes)`` of the de-chunked body on the exchange,
+and the sender is woken once per response, when it ends or fails; every bit of parsing
+happens later in :mod:`pytest_goodput.measure.records.record`. Measured on a 2-core machine
+this costs a third of the CPU per request that aiohttp's per-request objects and per-read
+task wake-ups did (``docs/decisions.md``, ``docs/performance.md``). Control-plane calls (model list,
 reachability) use httpx, where latency does not matter.
 
 Two stamps decide accuracy:
 
-* ``sent_at`` comes from an aiohttp trace hook fired immediately before the request
-  bytes are written, i.e. after any wait for a pooled connection and after the connect
-  of a new one: that wait is client-side delay and shows up as send lag, not latency;
+* ``sent_at`` is taken immediately before the request bytes are handed to the transport,
+  i.e. after any wait for a pooled connection, after the connect of a new one and after the
+  wait for ``plan.scheduled_at``: those waits are client-side delay and show up as send lag,
+  not latency;
 * a read's time is taken by the connection's protocol in ``data_received`` — when the
-  loop hands over the bytes — not when the reading task next gets its turn.
+  loop hands the bytes over — and the read's body bytes are kept with it right there, not
+  when a reading task next gets its turn.
 
 A server cannot make the client unbounded: a response may hold at most
 ``response_byte_limit(max_tokens)`` bytes (each read also counts ``READ_OVERHEAD``), beyond
@@ -22,71 +26,52 @@ which reading stops and the request is a ``malformed_stream``; an error body is 
 ``retries``) only when it provably never reached the server (``_unsent``); a request the
 server read and then dropped is a ``transport`` failure. A server seen closing a connection
 after a complete response (llama.cpp's does after every stream) gets a new connection per
-request from then on (``reuses_connections``, learned before the first reuse by
-``_learn_keep_alive``): a request written to a kept-alive connection as its close is on the
+request from then on (``reuses_connections``, learned before the first reuse:
+``keepalive.py``): a request written to a kept-alive connection as its close is on the
 way cannot be told from one the server read and dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
+import ssl
+import urllib.parse
 from time import perf_counter
-from typing import Any, TypeVar
+from typing import Optional
 
-import aiohttp
 import httpx
 
-
-from pytest_goodput.load.client.body import (
-    HEADERS_WAIT_FOR_BODY,
-    PROMPT_SLOT,
-    ScheduledBody,
-    encode_body,
-    json_chars,
-    split_frame,
+from pytest_goodput.load.client.body import PROMPT_SLOT, encode_body, json_chars, split_frame
+from pytest_goodput.load.client.connection import (
+    ERROR_BODY_LIMIT,
+    READ_OVERHEAD,
+    Connection,
+    RequestNotWritten,
+    ResponseTooLarge,
 )
-from pytest_goodput.load.client.connection import install_protocol, stamp_sent
-from pytest_goodput.load.client.event_loop import SPIN_S
+from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
+from pytest_goodput.load.client.headers import auth_headers, request_head
+from pytest_goodput.load.client.keepalive import KeepAlive, get_on
+from pytest_goodput.load.client.pool import ConnectTimeout, Pool
+from pytest_goodput.load.client.turns import WriteTurns
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.schema.endpoint import normalize_base_url
-from pytest_goodput.schema.redaction import redact, register
-
-_T = TypeVar("_T")
+from pytest_goodput.schema.redaction import redact
 
 APIS = ("completions", "chat")
 #: Connect timeout cap: an unreachable host fails fast even when the request timeout is long.
 CONNECT_TIMEOUT_S = 10.0
-#: Bytes of an error response (HTTP status >= 400) kept for the record's excerpt.
-ERROR_BODY_LIMIT = 64 * 1024
-#: A response may hold max(MIN_RESPONSE_BYTES, RESPONSE_BYTES_PER_TOKEN x max_tokens) bytes...
+#: A response may hold max(MIN_RESPONSE_BYTES, RESPONSE_BYTES_PER_TOKEN x max_tokens) bytes
+#: (each read also counts ``READ_OVERHEAD``).
 MIN_RESPONSE_BYTES = 1 << 20
 RESPONSE_BYTES_PER_TOKEN = 8 * 1024
-#: ...where each read also counts this much, for its time stamp and bookkeeping.
-READ_OVERHEAD = 128
 #: Resends, on a fresh connection, of a request whose write failed (never read by the server).
 UNSENT_RETRIES = 1
-#: Longest wait after a response for the server's close, until its keep-alive is known.
-CLOSE_WATCH_S = 0.05
-#: aiohttp's words for a write that failed (3.9-3.14): the request never fully left the client.
-_WRITE_FAILED = ("Can not write request body", "Cannot write to closing transport",
-                 "Failed to send bytes into the underlying connection")
 
 
 def response_byte_limit(max_tokens: int) -> int:
     """Bytes (plus ``READ_OVERHEAD`` per read) a response to ``max_tokens`` tokens may hold."""
     return max(MIN_RESPONSE_BYTES, RESPONSE_BYTES_PER_TOKEN * max_tokens)
-
-
-def _auth_headers(api_key_env: str | None) -> tuple[dict[str, str], bytes | None]:
-    if not api_key_env:
-        return {}, None
-    key = os.environ.get(api_key_env)
-    if not key:
-        raise ValueError(f"environment variable {api_key_env} (API key) is not set or empty")
-    register(key)  # so that every output redacts it, whatever echoes it
-    return {"Authorization": f"Bearer {key}"}, key.encode()
 
 
 def _describe(exc: BaseException) -> str:
@@ -96,6 +81,10 @@ def _describe(exc: BaseException) -> str:
 
 class OpenAIClient:
     """Sends planned requests to ``/v1/completions`` or ``/v1/chat/completions``."""
+
+    #: ``send`` writes no byte before ``plan.scheduled_at``, so a loop may start a request
+    #: early (``loops.open_loop``): its connection is ready at the deadline.
+    writes_on_schedule = True
 
     def __init__(
         self,
@@ -115,6 +104,8 @@ class OpenAIClient:
             raise ValueError(f"api must be one of {APIS}, got {api!r}")
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
         self.base_url = normalize_base_url(base_url)
         self.model = model
         self.api = api
@@ -125,18 +116,16 @@ class OpenAIClient:
         self.extra_body = dict(extra_body or {})
         self.keep_wire = keep_wire  # raw responses for packet capture (docs/capture.md)
         self._url = self.base_url + ("/completions" if api == "completions" else "/chat/completions")
-        auth, self._secret = _auth_headers(api_key_env)
-        self._headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream" if stream else "application/json",
-            **auth,
-        }
-        self._session: Any = None
-        self._fresh: Any = None  # never reuses a connection: for resends
-        self._keep_alive: bool | None = None  # does the server keep connections after a response?
-        self._close_seen: Any = None  # asyncio.Event, made on the client's loop
-        self._errors: tuple[type[BaseException], ...] = ()
-        self._connect_timeout_error: type[BaseException] = TimeoutError
+        self._split = urllib.parse.urlsplit(self.base_url)
+        auth, self._secret = auth_headers(api_key_env, self._split)
+        self._auth = auth
+        # no Accept-Encoding: a compressing server would batch the stream
+        self._post_head = request_head("POST", self._split, urllib.parse.urlsplit(self._url).path, {
+            "Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json",
+            **auth})
+        self._pool: Optional[Pool] = None
+        self._keep_alive: Optional[KeepAlive] = None  # does the server keep connections after a response?
+        self._turns = WriteTurns()
         self._frames: dict[int, tuple[bytes, bytes] | None] = {}  # body frames by max_tokens
 
     def __repr__(self) -> str:  # never shows the API key
@@ -145,68 +134,34 @@ class OpenAIClient:
     @property
     def reuses_connections(self) -> bool:
         """False once the server was seen closing a connection after a complete response."""
-        return self._keep_alive is not False
+        return self._keep_alive is None or self._keep_alive.reuses
 
     def _server_closes(self) -> None:
-        self._keep_alive = False
-        self._close_seen.set()
-
-    async def _learn_keep_alive(self) -> None:
-        """Before the first reuse, see whether the server closes a connection after a response.
-
-        llama.cpp's server ends the connection after every stream though it announces
-        keep-alive; a request written as that close is under way is lost. So until a
-        response was followed by ``CLOSE_WATCH_S`` without a close (connections are kept) or
-        a connection was closed after its response (a new one per request from then on),
-        the sender of a response waits that long before its next."""
         if self._keep_alive is not None:
-            return
-        try:
-            await asyncio.wait_for(self._close_seen.wait(), CLOSE_WATCH_S)
-        except asyncio.TimeoutError:
-            if self._keep_alive is None:
-                self._keep_alive = True
-
-    def _new_session(self, *, force_close: bool) -> Any:
-        trace = aiohttp.TraceConfig()
-        trace.on_request_chunk_sent.append(stamp_sent)
-        # A response with "Connection: close" is never reused (aiohttp's parser marks it).
-        connector = aiohttp.TCPConnector(
-            limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300, force_close=force_close
-        )
-        install_protocol(connector, asyncio.get_running_loop(), self._server_closes, self.keep_wire)
-        timeout = aiohttp.ClientTimeout(
-            total=self.timeout_s, sock_connect=min(self.timeout_s, CONNECT_TIMEOUT_S)
-        )
-        return aiohttp.ClientSession(
-            connector=connector,
-            timeout=timeout,
-            trace_configs=[trace],
-            cookie_jar=aiohttp.DummyCookieJar(),
-            # no Accept-Encoding: a compressing server would batch the stream
-            skip_auto_headers=("Accept-Encoding",),
-            raise_for_status=False,
-        )
+            self._keep_alive.server_closes()
 
     async def __aenter__(self) -> "OpenAIClient":
-        self._close_seen = asyncio.Event()
-        self._session = self._new_session(force_close=False)
-        self._fresh = self._new_session(force_close=True)
-        self._errors = (aiohttp.ClientError, OSError)
-        # aiohttp < 3.10 has no ConnectionTimeoutError; there ServerTimeoutError means a
-        # sock_connect/sock_read timeout, and only sock_connect is set here
-        self._connect_timeout_error = getattr(aiohttp, "ConnectionTimeoutError", aiohttp.ServerTimeoutError)
+        split = self._split
+        context = ssl.create_default_context() if split.scheme == "https" else None
+        secret = self._secret
+
+        def connection() -> Connection:
+            return Connection(self._server_closes, pool.lost, self.keep_wire, secret)
+
+        pool = Pool(split.hostname or "", split.port or (443 if context else 80), limit=self.max_connections,
+                    factory=connection, connect_timeout_s=min(self.timeout_s, CONNECT_TIMEOUT_S), ssl=context)
+        self._pool = pool
+        models = urllib.parse.urlsplit(self.base_url + "/models").path
+        self._get_models = request_head("GET", self._split, models, self._auth) + b"0\r\n\r\n"
+        self._keep_alive = KeepAlive(pool, self._get_models)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        for session in (self._session, self._fresh):
-            if session is not None:
-                await session.close()
-        self._session = self._fresh = None
-
-    #: ``send`` writes no byte before ``plan.scheduled_at``, so a loop may start a request
-    #: early (``loops.open_loop``); only where aiohttp holds the headers until the body.
-    writes_on_schedule = HEADERS_WAIT_FOR_BODY
+        if self._keep_alive is not None:
+            await self._keep_alive.close()
+        if self._pool is not None:
+            self._pool.close_all()
+        self._pool = self._keep_alive = None
 
     def _body(self, plan: RequestPlan, prompt: str) -> bytes:
         return encode_body(plan, prompt, model=self.model, chat=self.api == "chat", stream=self.stream,
@@ -237,27 +192,30 @@ class OpenAIClient:
         """Send one request and return its raw exchange. Never raises for a failed request.
 
         The body is ``plan.body`` when built ahead (``load/sending/bodies.py``; dropped from the plan
-        here), else built now. No byte is written before ``plan.scheduled_at`` (where
-        ``writes_on_schedule``), the last ``spin_s`` of the wait spent spinning.
-        Cancellation by the caller is not a failed request: ``CancelledError`` propagates.
+        here), else built now. No byte is written before ``plan.scheduled_at``, the last
+        ``spin_s`` of the wait spent spinning. Cancellation by the caller is not a failed
+        request: ``CancelledError`` propagates.
         """
-        if self._session is None:
+        if self._pool is None:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
-        session = self._session if self.reuses_connections else self._fresh
         data = plan.body if plan.body is not None else self.build_body(plan)
         plan.body = None
         ex = RawExchange(plan, None, None, None, [], None, None, request_bytes=len(data))
+        head = b"%s%d\r\n\r\n" % (self._post_head, len(data))
+        fresh = not self.reuses_connections
         while True:
-            payload = ScheduledBody(data, plan.scheduled_at, spin_s) if self.writes_on_schedule else data
             try:
-                await self._exchange(session, payload, ex)
+                if await self._exchange(head, data, ex, fresh, spin_s) and self._keep_alive is not None:
+                    await self._keep_alive.wait()
             except asyncio.CancelledError:
                 raise
-            except self._connect_timeout_error as exc:
+            except ConnectTimeout as exc:
                 self._fail(ex, "transport", f"connect timeout to {self._url}: {_describe(exc)}")
             except asyncio.TimeoutError:
                 self._fail(ex, "timeout", f"no complete response within {self.timeout_s:g} s")
-            except self._errors as exc:
+            except ResponseTooLarge as exc:
+                self._fail(ex, "malformed_stream", str(exc))
+            except OSError as exc:  # ConnectionError and every failed connect
                 if ex.retries < UNSENT_RETRIES and self._unsent(exc, ex):
                     # The server had closed a kept-alive connection before the request was
                     # written, so it cannot have read it. Send it again on a new connection;
@@ -265,59 +223,64 @@ class OpenAIClient:
                     # and the retry is counted.
                     ex.sent_at = None
                     ex.retries += 1
-                    session = self._fresh
+                    fresh = True
                     self._server_closes()
                     continue
                 self._fail(ex, "transport", f"{self._url}: {_describe(exc)}")
             return ex
 
-    async def _exchange(self, session: Any, data: Any, ex: RawExchange) -> None:
-        append = ex.reads.append
-        clock = perf_counter
-        limit = budget = response_byte_limit(ex.plan.max_tokens)
-        async with session.post(
-            self._url, data=data, headers=self._headers, trace_request_ctx=ex
-        ) as resp:
-            ex.status = resp.status
-            proto = getattr(resp.connection, "protocol", None)
-            if resp.status >= 400:
-                await self._read_error_body(resp, ex)
-                ex.end_at = clock()
-                return
-            stamped = hasattr(proto, "read_at")
-            ex.wire = getattr(proto, "wire", None)
-            async for chunk in resp.content.iter_any():
-                # the hot path: the time the loop received the bytes, and the bytes
-                append((proto.read_at if stamped else clock(), chunk))
-                budget -= len(chunk) + READ_OVERHEAD
-                if budget < 0:  # leaving the block unread closes the connection
-                    return self._fail(ex, "malformed_stream", f"response over {limit} bytes "
-                                      f"for {ex.plan.max_tokens} requested tokens: reading stopped")
-            ex.end_at = proto.read_at if stamped and ex.reads else clock()
-        await self._learn_keep_alive()
+    async def _exchange(self, head: bytes, data: bytes, ex: RawExchange, fresh: bool, spin_s: float) -> bool:
+        """One attempt: a connection from the pool, the write at the deadline, the response.
+        True when a response under 400 came back whole."""
+        pool = self._pool
+        assert pool is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        conn = None if fresh else pool.take_idle()
+        if conn is None:
+            conn = await pool.acquire(fresh, deadline)
+        complete = probed = False
+        try:
+            if ex.plan.scheduled_at > perf_counter():
+                await sleep_until(ex.plan.scheduled_at, spin_s)
+            turn = self._turns.admit()
+            if turn is not None:  # a burst: this request is written in a later loop turn
+                await turn
+            waiter = conn.arm(ex, response_byte_limit(ex.plan.max_tokens))
+            timer = loop.call_at(deadline, conn.expire)
+            try:
+                rest = conn.write(head, data)
+                if rest is not None:
+                    await rest
+                await waiter
+            finally:
+                timer.cancel()
+            complete = True
+        finally:
+            if complete and ex.status is not None and ex.status < 400 and self._keep_alive is not None:
+                if conn.peer_eof:
+                    self._server_closes()  # the server ended the connection right after a response
+                elif conn.keep and not fresh:
+                    probed = self._keep_alive.probe(conn)
+            if not complete:
+                conn.disarm()
+            if not probed:  # a resend's connection is not pooled
+                pool.release(conn, complete and conn.keep and self.reuses_connections and not fresh)
+        return ex.status is not None and ex.status < 400
 
     @staticmethod
     def _unsent(exc: BaseException, ex: RawExchange) -> bool:
         """The request provably never reached the server, so it may be sent again.
 
-        Either no byte of its body was handed to the connection (the write hook that stamps
-        ``sent_at`` never fired: the connection was found closed first), or aiohttp reports
-        that the write itself failed. Never after a status or a read, and not after a
-        failed connect (a fresh one would fail alike). A server that read the request and
-        then closed the connection (``ServerDisconnectedError`` after the write, a reset
+        Only when no byte of it was handed to the connection: the connection was found
+        ended by the server first (``RequestNotWritten``). Never after a status or a read,
+        and not after a failed connect (a fresh one would fail alike). A server that read
+        the request and then closed the connection (a disconnect after the write, a reset
         while reading) is not covered: that request reached it, and its loss is a failure.
         """
-        if ex.status is not None or ex.reads or isinstance(exc, aiohttp.ClientConnectorError):
+        if ex.status is not None or ex.reads:
             return False
-        if ex.sent_at is None:
-            return True
-        seen = 0
-        while exc is not None and seen < 8:
-            if isinstance(exc, (aiohttp.ClientError, OSError)) and any(w in str(exc) for w in _WRITE_FAILED):
-                return True
-            exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-            seen += 1
-        return False
+        return isinstance(exc, RequestNotWritten)
 
     async def open_connections(self, n: int) -> int:
         """Open up to ``n`` keep-alive connections ahead of a run; return how many succeeded.
@@ -326,31 +289,23 @@ class OpenAIClient:
         1.2 ms with a warm pool vs 7.9 ms cold, Poisson 100 req/s). Uses ``GET /models``,
         so no tokens are generated.
         """
-        session = self._session
-        if session is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("OpenAIClient must be used as 'async with OpenAIClient(...)'")
         n = min(n, self.max_connections)
-        headers = {k: v for k, v in self._headers.items() if k == "Authorization"}
+        loop = asyncio.get_running_loop()
 
         async def one() -> bool:
             try:
-                async with session.get(self.base_url + "/models", headers=headers) as resp:
-                    await resp.read()
-                    return resp.status < 400
-            except (*self._errors, asyncio.TimeoutError):
+                conn = await pool.acquire(True, loop.time() + self.timeout_s)
+            except (OSError, asyncio.TimeoutError):
                 return False
+            ex, _ = await get_on(conn, self._get_models, self.timeout_s)
+            ok = ex.status is not None and ex.status < 400
+            pool.release(conn, ok and conn.keep)
+            return ok
 
         return sum(await asyncio.gather(*(one() for _ in range(n))))
-
-    async def _read_error_body(self, resp: Any, ex: RawExchange) -> None:
-        size = 0
-        async for chunk in resp.content.iter_any():
-            if self._secret:
-                chunk = chunk.replace(self._secret, b"***")
-            ex.reads.append((perf_counter(), chunk))
-            size += len(chunk)
-            if size >= ERROR_BODY_LIMIT:
-                break
 
     def _fail(self, ex: RawExchange, kind: str, detail: str) -> None:
         ex.end_at = perf_counter()
@@ -360,7 +315,7 @@ class OpenAIClient:
     async def list_models(self) -> list[str]:
         """Model ids served at ``GET /v1/models`` (control plane)."""
         url = self.base_url + "/models"
-        headers = {k: v for k, v in self._headers.items() if k == "Authorization"}
+        headers = dict(self._auth)
         try:
             async with httpx.AsyncClient(timeout=min(self.timeout_s, 30.0)) as hc:
                 resp = await hc.get(url, headers=headers)
@@ -389,5 +344,5 @@ async def check_reachable(base_url: str, timeout_s: float = 5.0) -> None:
         raise ConnectionError(redact(f"cannot reach {url}: {_describe(exc)}")) from None
 
 
-__all__ = ["OpenAIClient", "RawExchange", "RequestPlan", "check_reachable", "normalize_base_url",
-           "response_byte_limit"]
+__all__ = ["ERROR_BODY_LIMIT", "READ_OVERHEAD", "OpenAIClient", "RawExchange", "RequestPlan", "check_reachable",
+           "normalize_base_url", "response_byte_limit"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from typing import Callable, Iterable, Iterator, Optional, Protocol
+from typing import Awaitable, Callable, Iterable, Iterator, Optional, Protocol
 
 from pytest_goodput.load.sending.ahead import AheadBodies
 from pytest_goodput.load.sending.bodies import BodyWindow
@@ -31,6 +31,28 @@ PROGRESS_EVERY_S = 0.25
 #: A client that writes no byte before a request's deadline (``writes_on_schedule``) is handed
 #: the request this long ahead, so its pooled connection and headers are ready at the deadline.
 ARM_LEAD_S = 0.005
+
+
+#: Closed-loop users started per loop turn. A user's first step (its plan, its body, its send
+#: up to the write) runs in the turn after it was started: a thousand users started at once
+#: stalled the loop for tens of milliseconds, and every read arriving meanwhile was stamped late.
+START_PER_TURN = 32
+
+
+async def start_users(user: Callable[[], Awaitable[None]], n: int) -> list["asyncio.Task[None]"]:
+    """``n`` tasks running ``user``, :data:`START_PER_TURN` per loop turn."""
+    loop = asyncio.get_running_loop()
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        for k in range(n):
+            if k and k % START_PER_TURN == 0:
+                await asyncio.sleep(0)
+            tasks.append(loop.create_task(user()))  # type: ignore[arg-type]
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
+    return tasks
 
 
 class Sender(Protocol):
@@ -172,7 +194,7 @@ async def closed_loop(
     if bodies is not None:
         bodies.start()
     try:
-        await asyncio.gather(*(user() for _ in range(users)))
+        await asyncio.gather(*await start_users(user, users))
     finally:
         if bodies is not None:
             await bodies.stop()
