@@ -75,8 +75,8 @@ def test_docs_example_gate_passes_a_a_and_catches_the_regression(pytester, sim_u
     res.assert_outcomes(passed=1)
     doc = json.loads(next((pytester.path / ".goodput" / "baselines").rglob("*.json")).read_text())
     assert doc["spec"]["trace_sha256"] == __import__("hashlib").sha256(trace.read_bytes()).hexdigest()
-    summary = doc["runs"][0]["summary"]
-    assert len(doc["runs"]) == 2 and summary
+    summary = doc["sessions"][0]["summary"]
+    assert len(doc["sessions"]) == 2 and summary
 
     res = pytester.runpytest(f"--goodput-url={sim_url}", "--goodput-baseline")
     res.assert_outcomes(passed=1)  # A/A
