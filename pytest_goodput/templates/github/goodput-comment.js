@@ -13,28 +13,34 @@ const MARKER = '<!-- pytest-goodput -->';
 // A comment holds at most 65,536 characters; keep room for the marker and the run link.
 const LIMIT = 60000;
 
+/** The hidden marker of one report's comment: a GPU class (`key`) has a comment of its own. */
+function markerFor(key) {
+  return key ? `<!-- pytest-goodput:${String(key).replace(/[^A-Za-z0-9_.-]/g, '_')} -->` : MARKER;
+}
+
 /** The comment's text: the report, cut at a paragraph to fit, with a link to the run. */
-function commentBody(report, runUrl) {
+function commentBody(report, runUrl, key) {
   let body = report;
   if (body.length > LIMIT) {
     const cut = body.lastIndexOf('\n\n', LIMIT);
     body = body.slice(0, cut > 0 ? cut : LIMIT) +
       `\n\n> ✂️ Cut to fit a comment; the full report is in the [run summary](${runUrl}).`;
   }
-  return `${MARKER}\n${body}\n\n<sub>[workflow run](${runUrl})</sub>`;
+  return `${markerFor(key)}\n${body}\n\n<sub>[workflow run](${runUrl})</sub>`;
 }
 
 /** Create the PR's goodput comment, or update it when the bot already wrote one. */
-async function comment({ github, context }, { issueNumber, report, runUrl }) {
+async function comment({ github, context }, { issueNumber, report, runUrl, key }) {
   const { owner, repo } = context.repo;
   const text = fs.existsSync(report)
     ? fs.readFileSync(report, 'utf8')
     : 'No goodput report was produced: the workflow run says why.';
-  const body = commentBody(text, runUrl);
+  const body = commentBody(text, runUrl, key);
+  const marker = markerFor(key);
   const comments = await github.paginate(github.rest.issues.listComments,
     { owner, repo, issue_number: issueNumber, per_page: 100 });
   // Only the bot's own comment: a reviewer quoting the report must not be overwritten.
-  const mine = comments.find(c => c.user?.login === 'github-actions[bot]' && c.body?.startsWith(MARKER));
+  const mine = comments.find(c => c.user?.login === 'github-actions[bot]' && c.body?.startsWith(marker));
   if (mine) {
     await github.rest.issues.updateComment({ owner, repo, comment_id: mine.id, body });
     return { action: 'updated', id: mine.id };
@@ -61,4 +67,4 @@ async function commentFromArtifact({ github, context }, { dir }) {
   return comment({ github, context }, { issueNumber, report: path.join(dir, 'goodput.md'), runUrl: run.html_url });
 }
 
-module.exports = { MARKER, LIMIT, commentBody, comment, commentFromArtifact };
+module.exports = { MARKER, LIMIT, markerFor, commentBody, comment, commentFromArtifact };
