@@ -452,8 +452,12 @@ class GPUWorld:
                            source=self.main, extra_env=self.env())
 
     def pr(self, number: int, source: Path, fork: bool = False) -> RunResult:
+        sha = uuid.uuid4().hex
+        state = self.gh.api()
+        state["pulls"][str(number)] = {"head_sha": sha}  # the PR the sticky comment goes on
+        self.gh.set_api(state)
         return self.gh.run(source / ".github/workflows/goodput-gpu.yml", event="pull_request",
-                           payload=pr_payload(number, uuid.uuid4().hex, fork), source=source,
+                           payload=pr_payload(number, sha, fork), source=source,
                            ref=f"refs/pull/{number}/merge", base_ref="main", head_ref="feature",
                            extra_env=self.env())
 
