@@ -122,6 +122,9 @@ def test_init_for_gpu_runners_writes_the_gpu_workflow_with_the_classes_and_the_s
     assert job["strategy"]["matrix"]["gpu"] == ["l4", "h100x8"]
     assert job["env"]["GOODPUT_SUITE"] == "gpu/perf" and job["env"]["GOODPUT_HARDWARE"] == "${{ matrix.gpu }}"
     assert job["permissions"]["pull-requests"] == "write"
+    comment = yaml.safe_load((repo / ".github/workflows/goodput-gpu-comment.yml").read_text())
+    assert comment["jobs"]["comment"]["strategy"]["matrix"]["gpu"] == ["l4", "h100x8"]
+    assert comment[True]["workflow_run"]["workflows"] == [wf["name"]]  # YAML 1.1 reads `on` as True
     assert not (repo / ".github/workflows/goodput.yml").exists()
     assert (repo / ".github/scripts/goodput-comment.js").is_file()
 

@@ -54,7 +54,8 @@ def test_the_wheel_ships_the_workflows_the_license_and_the_metadata(wheel):
         for name in TEMPLATES:
             path = f"pytest_goodput/templates/github/{name}"
             assert z.read(path) == (ROOT / path).read_bytes(), name
-    assert TEMPLATES == ["goodput-comment.js", "goodput-comment.yml", "goodput-gpu.yml", "goodput.yml"]
+    assert TEMPLATES == ["goodput-comment.js", "goodput-comment.yml", "goodput-gpu-comment.yml",
+                         "goodput-gpu.yml", "goodput.yml"]
     assert not any(n.startswith(("tests/", "example_suite/", "bench/")) for n in names)
     assert meta["Version"] == __version__ and meta["License-Expression"] == "Apache-2.0"
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))

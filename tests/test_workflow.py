@@ -441,6 +441,7 @@ class GPUWorld:
         self.model = write_tiny_llama(root / "tiny.gguf")
         self.main = gpu_repo(root / "main", self.model, parallel=2)
         self.workflow = self.main / ".github/workflows/goodput-gpu.yml"
+        self.head_shas: dict[int, str] = {}
 
     def env(self) -> dict[str, str]:
         # The steps import this checkout's pytest-goodput (and the tests' self-check) as CI's
@@ -452,7 +453,7 @@ class GPUWorld:
                            source=self.main, extra_env=self.env())
 
     def pr(self, number: int, source: Path, fork: bool = False) -> RunResult:
-        sha = uuid.uuid4().hex
+        sha = self.head_shas[number] = uuid.uuid4().hex
         state = self.gh.api()
         state["pulls"][str(number)] = {"head_sha": sha}  # the PR the sticky comment goes on
         self.gh.set_api(state)
@@ -541,6 +542,29 @@ def test_gpu_unchanged_pull_request_passes_on_every_class(gpu_world):
     # One sticky comment per GPU class, each found again by its class's marker.
     firsts = sorted(c["body"].split("\n", 1)[0] for c in bot_comments(gpu_world.gh, 11))
     assert firsts == [f"<!-- pytest-goodput:{gpu} -->" for gpu in GPU_CLASSES]
+
+
+@pytest.mark.llamacpp
+def test_gpu_comment_workflow_posts_each_class_report_without_running_the_pr(gpu_world):
+    """goodput-gpu-comment.yml, as for a fork's finished run: each class's report, from its
+    artifact, updates that class's one comment; the PR's code is never checked out."""
+    gate = gpu_world.pr_unchanged
+    before = {c["id"] for c in bot_comments(gpu_world.gh, 11)}
+    payload = {"workflow_run": {
+        "id": gate.run_id, "name": "goodput-gpu", "event": "pull_request", "conclusion": gate.conclusion,
+        "head_sha": gpu_world.head_shas[11], "head_repository": {"full_name": FORK},
+        "html_url": f"https://github.com/{REPO}/actions/runs/{gate.run_id}"}}
+    posted = gpu_world.gh.run(gpu_world.main / ".github/workflows/goodput-gpu-comment.yml", event="workflow_run",
+                              payload=payload, source=gpu_world.main)
+    assert posted.conclusion == "success", [(j, [(s.name, s.log[-2000:]) for s in posted.job(j).steps])
+                                            for j in (f"comment ({g})" for g in GPU_CLASSES)]
+    for gpu in GPU_CLASSES:
+        assert posted.job(f"comment ({gpu})").conclusion == "success"
+        assert not (posted.workspace / f"comment_({gpu})" / "perf").exists()  # only .github/scripts
+    after = bot_comments(gpu_world.gh, 11)
+    assert {c["id"] for c in after} == before and len(after) == len(GPU_CLASSES)
+    calls = gpu_world.gh.api()["calls"]
+    assert all(["updateComment", i] in calls for i in before)
 
 
 @pytest.mark.llamacpp

@@ -4,7 +4,8 @@ Writes, from the root of the user's repository: the gate's directory (``perf/`` 
 a ``pytest.ini`` naming the engine and a first gate whose request count proves its P99 SLOs
 (MLPerf's early stopping, ``stats/binomial.py``), ``requirements-goodput.txt`` pinning this
 version, and the GitHub workflows shipped in ``pytest_goodput/templates/github/``: the hosted
-one and its fork-safe comment workflow, or with ``--gpu CLASS...`` the self-hosted GPU one.
+one and its fork-safe comment workflow, or with ``--gpu CLASS...`` the self-hosted GPU one and
+its own.
 
 The gate's files are named ``perf_*.py`` and only the directory's own ini collects them, so a
 plain ``pytest`` elsewhere in the repository never launches the engine. Idempotent: a file
@@ -138,13 +139,16 @@ def workflow_files(ns: argparse.Namespace) -> dict[str, str]:
         bad = [c for c in ns.gpu if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", c)]
         if bad:
             raise CLIError(f"--gpu {' '.join(bad)}: a GPU class is a runner label (letters, digits, . _ -)")
-        gpu = MATRIX_LINE.sub(lambda m: f"{m.group(1)}[{', '.join(ns.gpu)}]{m.group(2)}",
-                              template("goodput-gpu.yml"), count=1)
-        files[".github/workflows/goodput-gpu.yml"] = _suite(gpu, ns.dir)
+        files[".github/workflows/goodput-gpu.yml"] = _suite(_classes(template("goodput-gpu.yml"), ns.gpu), ns.dir)
+        files[".github/workflows/goodput-gpu-comment.yml"] = _classes(template("goodput-gpu-comment.yml"), ns.gpu)
     else:
         files[".github/workflows/goodput.yml"] = _suite(template("goodput.yml"), ns.dir)
         files[".github/workflows/goodput-comment.yml"] = template("goodput-comment.yml")
     return files
+
+
+def _classes(workflow: str, classes: list[str]) -> str:
+    return MATRIX_LINE.sub(lambda m: f"{m.group(1)}[{', '.join(classes)}]{m.group(2)}", workflow, count=1)
 
 
 def _suite(workflow: str, directory: str) -> str:

@@ -3,7 +3,8 @@
 //
 // Called from actions/github-script (which passes `github`, an authenticated Octokit, and
 // `context`, the event): by the gate job itself for same-repository pull requests, and by
-// goodput-comment.yml for pull requests from forks, whose own token is read-only.
+// goodput-comment.yml (goodput-gpu-comment.yml, one comment per GPU class: `key`) for pull
+// requests from forks, whose own token is read-only.
 'use strict';
 
 const fs = require('fs');
@@ -54,7 +55,7 @@ async function comment({ github, context }, { issueNumber, report, runUrl, key }
  * The artifact was written by the pull request's code: it is data only. The PR number must be
  * a number and name the pull request whose head the run built.
  */
-async function commentFromArtifact({ github, context }, { dir }) {
+async function commentFromArtifact({ github, context }, { dir, key }) {
   const run = context.payload.workflow_run;
   const raw = fs.readFileSync(path.join(dir, 'pr-number.txt'), 'utf8').trim();
   if (!/^[0-9]{1,10}$/.test(raw)) throw new Error(`pr-number.txt holds no pull request number: ${JSON.stringify(raw.slice(0, 40))}`);
@@ -64,7 +65,7 @@ async function commentFromArtifact({ github, context }, { dir }) {
   if (pr.head.sha !== run.head_sha) {
     throw new Error(`pull request #${issueNumber} is at ${pr.head.sha}, the run built ${run.head_sha}: not commenting`);
   }
-  return comment({ github, context }, { issueNumber, report: path.join(dir, 'goodput.md'), runUrl: run.html_url });
+  return comment({ github, context }, { issueNumber, report: path.join(dir, 'goodput.md'), runUrl: run.html_url, key });
 }
 
 module.exports = { MARKER, LIMIT, markerFor, commentBody, comment, commentFromArtifact };
