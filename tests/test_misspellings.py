@@ -68,3 +68,18 @@ def test_a_key_of_another_tool_still_only_warns(pytester):
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     res = pytester.runpytest("-p", "no:cacheprovider")
     res.assert_outcomes(passed=1)
+
+
+def test_under_strict_markers_pytest_refuses_the_marker_and_the_marker_meant_is_named(pytester):
+    """``init`` writes --strict-markers: pytest then refuses the marker as the module is
+    imported, before the plugin sees the test; its error still names the marker meant."""
+    pytester.makeini("[pytest]\naddopts = --strict-markers --strict-config\n")
+    pytester.makepyfile(test_perf=DOCSTRING_GATE.format(name="goodputs"))
+    res = pytester.runpytest("-p", "no:cacheprovider")
+    assert res.ret == pytest.ExitCode.INTERRUPTED
+    res.assert_outcomes(errors=1)
+    res.stdout.fnmatch_lines([
+        "'goodputs' not found in `markers` configuration option",
+        "*- pytest-goodput -*",
+        "unknown marker @pytest.mark.goodputs: did you mean @pytest.mark.goodput?",
+    ])

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
-from pytest_goodput.plugin.misspellings import check_ini_keys, misspelt_marker
+from pytest_goodput.plugin.misspellings import check_names, misspelt_marker
 from pytest_goodput.plugin.settings import (
     OPTIONS,
     Settings,
@@ -141,7 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     if (why := ray_after_space(args)) is not None:
         raise pytest.UsageError(f"pytest-goodput: {why}")
-    check_ini_keys(config, (opt.ini for opt in OPTIONS))
+    check_names(config, (opt.ini for opt in OPTIONS), MARKER)
     cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
     cli["baseline"] = config.getoption("goodput_baseline")
     cli["update"] = config.getoption("goodput_update")

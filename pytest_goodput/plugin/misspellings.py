@@ -10,13 +10,16 @@ valid one (difflib). Plain Python and pytest only: checked in every run, goodput
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Optional
+import re
+from typing import Any, Iterable, Optional
 
 import pytest
 
 PREFIX = "goodput"
 #: How close an unregistered name must be to one of the plugin's to be taken for a misspelling.
 CUTOFF = 0.75
+#: pytest's own error for an unregistered marker under ``--strict-markers`` (raised on import).
+STRICT_MARKER = re.compile(r"'([\w.]+)' not found in `markers` configuration option")
 
 
 def _meant(name: str, valid: Iterable[str]) -> Optional[str]:
@@ -66,3 +69,25 @@ def check_ini_keys(config: pytest.Config, known: Iterable[str]) -> None:
             f"pytest-goodput: unknown ini key {key!r} in {where}: did you mean {meant!r}? "
             f"(every key: docs/guide.md, \"Options\")"
         )
+
+
+def check_names(config: pytest.Config, known_ini: Iterable[str], marker: str) -> None:
+    """Check the ini keys now, and have the marker meant named under ``--strict-markers`` too,
+    where pytest itself refuses an unregistered marker while importing the test module."""
+    check_ini_keys(config, known_ini)
+    config.pluginmanager.register(_StrictMarkerHint(marker), "goodput-misspellings")
+
+
+class _StrictMarkerHint:
+    """Adds "did you mean" to pytest's own collection error for a misspelt goodput marker."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        found = STRICT_MARKER.search(str(report.longrepr)) if report.failed else None
+        longrepr: Any = report.longrepr
+        if found and _meant(found.group(1), [self.marker]) is not None and hasattr(longrepr, "addsection"):
+            longrepr.addsection("pytest-goodput", f"unknown marker @pytest.mark.{found.group(1)}: "
+                                f"did you mean @pytest.mark.{self.marker}?")
