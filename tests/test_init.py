@@ -135,6 +135,7 @@ def test_init_for_gpu_runners_writes_the_gpu_workflow_with_the_classes_and_the_s
     (["--gpu", "a10g;rm"], "a GPU class is a runner label"),
     (["--dir", "../elsewhere"], "a directory inside the repository"),
     (["--url", "http://x", "--serve", "y {port}"], "not allowed with argument"),
+    (["--gpu", "a10g", "--hardware", "h100x1"], "with --gpu the workflow labels each class itself"),
 ])
 def test_bad_arguments_are_refused_naming_what_is_allowed(repo, args, needle):
     done = init(repo, *args)

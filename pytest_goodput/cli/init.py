@@ -120,6 +120,9 @@ def ini_file(ns: argparse.Namespace) -> str:
         "addopts = --strict-markers --strict-config",
         engine,
     ]
+    if ns.hardware and ns.gpu:
+        raise CLIError(f"--hardware {ns.hardware}: with --gpu the workflow labels each class itself "
+                       "(GOODPUT_HARDWARE), and an ini label that differs would stop every run")
     if ns.hardware:
         lines += ["# CI labels its runners with GOODPUT_HARDWARE; a label here that differs stops the run.",
                   f"goodput_hardware = {ns.hardware}"]
