@@ -80,6 +80,24 @@ def test_a_number_written_as_a_string_is_refused_with_the_value_meant(pytester, 
     assert needle in out, out
 
 
+def test_a_number_in_quotes_in_goodput_run_is_refused_as_in_the_marker(pytester):
+    pytester.makeini("[pytest]\ngoodput_engine = sim\n")
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="server", rate=4, requests=8)
+def test_override(goodput):
+    goodput.run(rate="8")
+""")
+    res = pytester.runpytest("-p", "no:cacheprovider")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines([
+        "*test_perf.py::test_override: invalid goodput arguments: rate",
+        "*rate='8': rate= takes a number, not the string '8' (a quoted value is text); write rate=8",
+    ])
+    assert "engine:" not in res.stdout.str()  # refused before anything was measured
+
+
 def test_a_misspelt_slo_preset_gets_the_preset_meant(pytester):
     res, out = collect(pytester, 'rate=8, slo="mlperf/llama3.1-8b/interactiv"')
     assert res.ret == pytest.ExitCode.INTERRUPTED
