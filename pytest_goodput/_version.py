@@ -1,3 +1,3 @@
 """The installed version, in a module of its own so that importing it costs nothing."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -53,13 +53,56 @@ def test_a_wrong_kind_of_value_is_said_in_words_with_the_fix(pytester):
     res, out = collect(pytester, 'scenario="server", rate="fast"')
     assert "rate='fast': rate= takes a number, not the string 'fast'" in out
     res, out = collect(pytester, 'scenario="sweep", sweep=[1, "4"], requests=8')
-    assert "item 2, the string '4', is not a number" not in out  # "4" is a number pydantic reads
+    assert ("sweep=[1, '4']: sweep= takes a list of numbers, not the string '4' (a quoted value "
+            "is text); write sweep=[1, 4]") in out
     res, out = collect(pytester, 'scenario="sweep", sweep=[1, "four"], requests=8')
     assert ("sweep=[1, 'four']: sweep= takes a list of numbers, not the list [1, 'four']: item 2, "
             "the string 'four', is not a number") in out
     res, out = collect(pytester, 'scenario="servr", rate=4')
     assert "scenario='servr': scenario= takes one of 'offline', 'server'" in out
     assert "did you mean scenario='server'?" in out
+
+
+@pytest.mark.parametrize("marker,needle", [
+    ('rate="8"', "rate='8': rate= takes a number, not the string '8' (a quoted value is text); "
+     "write rate=8"),
+    ('rate=8, requests="240"', "requests='240': requests= takes a whole number, not the string "
+     "'240' (a quoted value is text); write requests=240"),
+    ('rate=8, stream="false"', "stream='false': stream= takes True or False, not the string "
+     "'false' (a quoted value is text); write stream=False"),
+    ('rate=8, ttft_p99_ms="450"', "ttft_p99_ms='450': ttft_p99_ms= takes a number, not the string "
+     "'450' (a quoted value is text); write ttft_p99_ms=450"),
+])
+def test_a_number_written_as_a_string_is_refused_with_the_value_meant(pytester, marker, needle):
+    res, out = collect(pytester, marker)
+    assert res.ret == pytest.ExitCode.INTERRUPTED
+    res.assert_outcomes(errors=1)
+    assert needle in out, out
+
+
+def test_a_number_in_quotes_in_goodput_run_is_refused_as_in_the_marker(pytester):
+    pytester.makeini("[pytest]\ngoodput_engine = sim\n")
+    pytester.makepyfile(test_perf="""
+import pytest
+
+@pytest.mark.goodput(scenario="server", rate=4, requests=8)
+def test_override(goodput):
+    goodput.run(rate="8")
+""")
+    res = pytester.runpytest("-p", "no:cacheprovider")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines([
+        "*test_perf.py::test_override: invalid goodput arguments: rate",
+        "*rate='8': rate= takes a number, not the string '8' (a quoted value is text); write rate=8",
+    ])
+    assert "engine:" not in res.stdout.str()  # refused before anything was measured
+
+
+def test_a_misspelt_slo_preset_gets_the_preset_meant(pytester):
+    res, out = collect(pytester, 'rate=8, slo="mlperf/llama3.1-8b/interactiv"')
+    assert res.ret == pytest.ExitCode.INTERRUPTED
+    assert ("unknown SLO preset 'mlperf/llama3.1-8b/interactiv'; did you mean "
+            "slo='mlperf/llama3.1-8b/interactive'?") in out
 
 
 def test_a_misspelt_percentile_slo_gets_its_right_form(pytester):

@@ -114,3 +114,18 @@ def test_a_url_and_a_serve_command_from_one_source_is_an_error_naming_both(cli, 
     assert message.startswith(f"{source}: ") and "attaches to another: name one" in message, message
     url_source = source.replace("serve", "url").replace("SERVE", "URL")
     assert f"launches an engine and {url_source} attaches" in message, message
+
+
+def test_an_ini_hardware_label_never_silently_overrides_the_environment():
+    """CI labels each runner class in the environment (a GPU matrix): an ini label that
+    differs is an error naming both, the same label or one of the two is fine, and the
+    command line, given per invocation, still wins over both."""
+    with pytest.raises(SettingsError) as ei:
+        resolve({}, {"hardware": "h100x1"}, {"GOODPUT_HARDWARE": "a10g"})
+    assert str(ei.value).startswith("ini goodput_hardware = 'h100x1' and environment "
+                                    "GOODPUT_HARDWARE = 'a10g' disagree: keep one label")
+    assert resolve({}, {"hardware": "a10g"}, {"GOODPUT_HARDWARE": "a10g"}).hardware == "a10g"
+    assert resolve({}, {}, {"GOODPUT_HARDWARE": "a10g"}).hardware == "a10g"
+    assert resolve({}, {"hardware": "h100x1"}, {}).hardware == "h100x1"
+    s = resolve({"hardware": "l4"}, {"hardware": "h100x1"}, {"GOODPUT_HARDWARE": "a10g"})
+    assert s.hardware == "l4" and s.sources["hardware"] == "--goodput-hardware"

@@ -1,9 +1,10 @@
 """The shipped GitHub workflows, executed step by step without GitHub.
 
-A scratch repository holds a reduced copy of the example suite (its conftest and pytest.ini,
-a closed-loop test and a two-point sweep, sized for seconds) and is installed the way the
-README's "GitHub Actions" section says, by running that section's commands. The installed
-workflows then run unmodified on `actions_runner` (run steps in bash, actions emulated on
+A scratch repository is set up the way the README's "GitHub Actions" section says, by running
+that section's commands (`python -m pytest_goodput init`: the gate's perf/ directory, its
+pytest.ini, the workflows and the comment script), its gate then reduced to seconds (a
+closed-loop test and a two-point sweep). The workflows init wrote then run unmodified on
+`actions_runner` (run steps in bash, actions emulated on
 folders, the comment script in node against a mocked API):
 
 a. a push to main records baselines into the cache and an artifact;
@@ -15,11 +16,13 @@ d. a pull request from a fork after the cache's eviction fetches main's baseline
    comment workflow posts its report without running its code;
 e. with no baseline anywhere the gate fails, saying why.
 
-The self-hosted GPU workflow (goodput-gpu.yml) runs the same way, with llama.cpp's server
-(the `llamacpp` extra) standing in for the GPU engine, served by the suite's own pytest.ini:
+The self-hosted GPU workflow (goodput-gpu.yml, from `init --gpu a10g h100 --serve CMD`) runs the
+same way, with llama.cpp's server (the `llamacpp` extra) standing in for the GPU engine, served by
+the suite's own pytest.ini:
 pushes record one session each (five on the first), an unchanged PR passes on both GPU
-classes, a PR whose serve command halves the batch slots fails at the gate step, a fork's PR
-waits for its environment's reviewers, and the two classes keep separate baselines.
+classes and keeps one sticky comment per class, a PR whose serve command halves the batch slots
+fails at the gate step, a fork's PR waits for its environment's reviewers, and the two classes
+keep separate baselines.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import uuid
@@ -44,6 +46,8 @@ from pytest_goodput.schema.outcomes import outcome as outcome_schema
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The workflows and the comment script, as shipped in the package (what init writes).
+TEMPLATES = ROOT / "pytest_goodput/templates/github"
 REPO = "acme/serving"
 FORK = "someone/serving"
 MARKER = "<!-- pytest-goodput -->"
@@ -87,14 +91,17 @@ def readme_install_commands() -> str:
     return re.search(r"```bash\n(.*?)```", section, flags=re.DOTALL).group(1)
 
 
+def python_first_env() -> dict[str, str]:
+    """The environment with this Python first on PATH: the README's `python` is the user's."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def make_repo(path: Path, suite: str = SUITE, conftest_extra: str = "") -> Path:
-    """This project's example suite files, reduced, installed as the README says."""
-    staging = path / "example_suite"
-    shutil.copytree(ROOT / "example_suite" / "github", staging / "github")
-    shutil.copy(ROOT / "example_suite" / "pytest.ini", staging)
-    (staging / "conftest.py").write_text((ROOT / "example_suite" / "conftest.py").read_text() + conftest_extra)
-    (staging / "test_serving.py").write_text(suite)
-    subprocess.run(["bash", "-e", "-c", readme_install_commands()], cwd=path, check=True)
+    """A repository set up as the README says (init), its gate reduced to ``suite``."""
+    path.mkdir(parents=True)
+    subprocess.run(["bash", "-e", "-c", readme_install_commands()], cwd=path, check=True, env=python_first_env())
+    (path / "perf" / "conftest.py").write_text((ROOT / "example_suite" / "conftest.py").read_text() + conftest_extra)
+    (path / "perf" / "perf_serving.py").write_text(suite)
     return path
 
 
@@ -206,14 +213,14 @@ def world(tmp_path_factory) -> World:
 
 def test_readme_installs_the_shipped_files(world):
     for name in ("workflows/goodput.yml", "workflows/goodput-comment.yml", "scripts/goodput-comment.js"):
-        shipped = ROOT / "example_suite/github" / Path(name).name
+        shipped = TEMPLATES / Path(name).name
         assert (world.main / ".github" / name).read_bytes() == shipped.read_bytes(), name
 
 
 def test_workflows_hand_no_write_token_to_pull_request_code():
     """What the runs below cannot show: the permissions each workflow asks for."""
-    gate = yaml.safe_load((ROOT / "example_suite/github/goodput.yml").read_text())
-    comment = yaml.safe_load((ROOT / "example_suite/github/goodput-comment.yml").read_text())
+    gate = yaml.safe_load((TEMPLATES / "goodput.yml").read_text())
+    comment = yaml.safe_load((TEMPLATES / "goodput-comment.yml").read_text())
     for wf in (gate, comment):
         assert "pull_request_target" not in wf[True]  # YAML 1.1 reads the key `on` as True
     assert gate["permissions"] == {"contents": "read"}
@@ -240,14 +247,14 @@ def test_push_records_baselines_in_the_cache_and_an_artifact(world):
     [(key, cached)] = world.gh.caches
     assert key == f"goodput-baselines-main-{run.run_id}"
     artifact = world.gh.artifact_dir(run.run_id, "goodput-baselines-main")
-    wanted = {f"ci-baselines/test_serving/{t}.json" for t in ("test_concurrency_per_user", "test_frontier")}
-    wanted |= {f"history/test_serving/{t}.jsonl" for t in ("test_concurrency_per_user", "test_frontier")}
+    wanted = {f"ci-baselines/perf_serving/{t}.json" for t in ("test_concurrency_per_user", "test_frontier")}
+    wanted |= {f"history/perf_serving/{t}.jsonl" for t in ("test_concurrency_per_user", "test_frontier")}
     for where in (cached, artifact):  # the artifact too: .goodput/ is a hidden directory
         files = {str(p.relative_to(where)) for p in where.rglob("*") if p.is_file()}
         samples = {f for f in files if f.endswith(".samples.json.gz")}  # named by their digest
         assert files - samples == wanted, where
         assert sorted(f.split(".")[0] for f in samples) == sorted(w[:-5] for w in wanted if w.endswith(".json"))
-        doc = json.loads((where / "ci-baselines/test_serving/test_frontier.json").read_text())
+        doc = json.loads((where / "ci-baselines/perf_serving/test_frontier.json").read_text())
         assert len(doc["sessions"]) == 5  # the default five sessions
 
 
@@ -288,7 +295,7 @@ def test_slower_pull_request_fails_at_the_gate_and_still_reports(world):
     lines = def_lines(SUITE)
     # One annotation per failing test, at its file (relative to the checkout) and line.
     located = sorted(re.match(r"::error file=([^,]+),line=(\d+),", a).groups() for a in annotations(gate.log))
-    assert located == sorted(("example_suite/test_serving.py", str(lines[n])) for n in failing)
+    assert located == sorted(("perf/perf_serving.py", str(lines[n])) for n in failing)
     assert "regressed" in gate.summary
     assert_frontier_chart(gate.summary)
     # The same sticky comment, updated in place.
@@ -315,14 +322,14 @@ def test_fork_pull_request_after_cache_eviction(world):
         assert got[name].status not in FAILING, got[name]
     line = def_lines(SUITE + NEW_FAILING_TEST)["test_new_endpoint"]
     [one] = annotations(gate.log)
-    assert one.startswith(f"::error file=example_suite/test_serving.py,line={line},")
+    assert one.startswith(f"::error file=perf/perf_serving.py,line={line},")
     assert_frontier_chart(gate.summary)
     # A fork's token cannot comment: the gate job leaves it to the comment workflow.
     assert job.step("Sticky PR comment").outcome == "skipped"
     assert bot_comments(world.gh, 2) == []
     posted = world.comment_run(run, sha)
     assert posted.conclusion == "success", [(s.name, s.log) for s in posted.job().steps]
-    assert not (posted.workspace / "example_suite").exists()  # the fork's code was never checked out
+    assert not (posted.workspace / "perf").exists()  # the fork's code was never checked out
     [mine] = bot_comments(world.gh, 2)
     assert "test_new_endpoint" in mine["body"] and f"actions/runs/{run.run_id}" in mine["body"]
     # An artifact that does not name the PR's current head is not posted.
@@ -344,7 +351,7 @@ def test_no_baseline_anywhere_fails_the_gate_loudly(world):
 
 
 def test_comment_script_cuts_a_long_report_at_a_paragraph(tmp_path):
-    script = ROOT / "example_suite/github/goodput-comment.js"
+    script = TEMPLATES / "goodput-comment.js"
     report = "# report\n\n" + "\n\n".join(f"paragraph {i} " + "x" * 990 for i in range(100))
     (tmp_path / "r.md").write_text(report)
     out = subprocess.run(
@@ -405,20 +412,22 @@ GPU_CLASSES = ("a10g", "h100")
 
 
 def gpu_repo(path: Path, model: str, parallel: int) -> Path:
-    """A user's repository: the GPU workflow, pytest-goodput as a requirement, a suite whose
-    pytest.ini serves llama.cpp with ``parallel`` batch slots (the PR's own serve command).
-    Long prompts (~580 llama.cpp tokens) so that prefill, not per-request overhead, is timed."""
-    (path / ".github/workflows").mkdir(parents=True)
-    shutil.copy(ROOT / "example_suite/github/goodput-gpu.yml", path / ".github/workflows")
-    (path / "requirements-goodput.txt").write_text("pytest-goodput\n")
-    suite = path / "gpu_suite"
-    suite.mkdir()
+    """A user's repository as ``init --gpu a10g h100 --serve CMD`` writes it: the GPU workflow,
+    pytest-goodput as a requirement, a gate whose pytest.ini serves llama.cpp with ``parallel``
+    batch slots (the PR's own serve command), its gate replaced by a reduced one. Long prompts
+    (~580 llama.cpp tokens) so that prefill, not per-request overhead, is timed."""
+    path.mkdir(parents=True)
     serve = shlex.join(["nice", "-n", "10", sys.executable, "-m", "pytest_goodput.engines.llamacpp_server",
                         "--model", model, "--port", "{port}", "--parallel", str(parallel), "--threads", "1"])
+    subprocess.run([sys.executable, "-m", "pytest_goodput", "init", "--gpu", *GPU_CLASSES, "--serve", serve],
+                   cwd=path, check=True, stdout=subprocess.DEVNULL)
+    suite = path / "perf"
     # On this CPU stand-in the engine and the client get a core each, as a GPU engine and its
-    # client would not compete (`auto`: docs/engines.md); the serve command is the PR's own.
-    (suite / "pytest.ini").write_text(f"[pytest]\ngoodput_serve = {serve}\ngoodput_engine_cpus = auto\n")
-    (suite / "test_gpu.py").write_text(GPU_SUITE)
+    # client would not compete (`auto`: docs/engines.md).
+    with (suite / "pytest.ini").open("a") as ini:
+        ini.write("goodput_engine_cpus = auto\n")
+    (suite / "perf_serving.py").unlink()
+    (suite / "perf_gpu.py").write_text(GPU_SUITE)
     return path
 
 
@@ -435,6 +444,7 @@ class GPUWorld:
         self.model = write_tiny_llama(root / "tiny.gguf")
         self.main = gpu_repo(root / "main", self.model, parallel=2)
         self.workflow = self.main / ".github/workflows/goodput-gpu.yml"
+        self.head_shas: dict[int, str] = {}
 
     def env(self) -> dict[str, str]:
         # The steps import this checkout's pytest-goodput (and the tests' self-check) as CI's
@@ -446,8 +456,12 @@ class GPUWorld:
                            source=self.main, extra_env=self.env())
 
     def pr(self, number: int, source: Path, fork: bool = False) -> RunResult:
+        sha = self.head_shas[number] = uuid.uuid4().hex
+        state = self.gh.api()
+        state["pulls"][str(number)] = {"head_sha": sha}  # the PR the sticky comment goes on
+        self.gh.set_api(state)
         return self.gh.run(source / ".github/workflows/goodput-gpu.yml", event="pull_request",
-                           payload=pr_payload(number, uuid.uuid4().hex, fork), source=source,
+                           payload=pr_payload(number, sha, fork), source=source,
                            ref=f"refs/pull/{number}/merge", base_ref="main", head_ref="feature",
                            extra_env=self.env())
 
@@ -488,8 +502,10 @@ def test_gpu_workflow_runs_on_its_pool_one_measurement_at_a_time(gpu_world):
             job = gpu_job(run, gpu)
             assert job.runs_on == ["self-hosted", "gpu", gpu]
             assert job.concurrency == f"goodput-gpu-{gpu}"
-    wf = yaml.safe_load((ROOT / "example_suite/github/goodput-gpu.yml").read_text())
+    wf = yaml.safe_load((TEMPLATES / "goodput-gpu.yml").read_text())
     assert wf["jobs"]["goodput"]["concurrency"]["cancel-in-progress"] is False
+    assert wf["jobs"]["goodput"]["permissions"] == {
+        "contents": "read", "actions": "read", "pull-requests": "write"}
     assert "pull_request_target" not in wf[True]
 
 
@@ -508,7 +524,7 @@ def test_gpu_push_records_one_launch_appended_per_class(gpu_world):
             assert f"cost: {launches} engine launch" in step.log, step.log[-3000:]
             assert f"goodput-{gpu}-main-{run.run_id}" in keys
             art = gpu_world.gh.artifact_dir(run.run_id, f"goodput-baselines-{gpu}-main")
-            doc = json.loads((art / "ci-baselines/test_gpu/test_two_users.json").read_text())
+            doc = json.loads((art / "ci-baselines/perf_gpu/test_two_users.json").read_text())
             assert len(doc["sessions"]) == 5  # the newest five kept: the second push replaced the oldest
             assert {r["environment"]["identity"]["hardware"] for r in doc["sessions"]} == {gpu}
         restored = gpu_job(second, gpu).step("Restore the baselines").log
@@ -526,6 +542,32 @@ def test_gpu_unchanged_pull_request_passes_on_every_class(gpu_world):
         got = json.loads((run.workspace / f"goodput_({gpu})" / "goodput.json").read_text())
         assert [t["outcome"]["baseline_status"] for t in got["tests"]] == ["compared"]
         assert gpu_world.gh.artifact_dir(run.run_id, f"goodput-report-{gpu}").is_dir()
+    # One sticky comment per GPU class, each found again by its class's marker.
+    firsts = sorted(c["body"].split("\n", 1)[0] for c in bot_comments(gpu_world.gh, 11))
+    assert firsts == [f"<!-- pytest-goodput:{gpu} -->" for gpu in GPU_CLASSES]
+
+
+@pytest.mark.llamacpp
+def test_gpu_comment_workflow_posts_each_class_report_without_running_the_pr(gpu_world):
+    """goodput-gpu-comment.yml, as for a fork's finished run: each class's report, from its
+    artifact, updates that class's one comment; the PR's code is never checked out."""
+    gate = gpu_world.pr_unchanged
+    before = {c["id"] for c in bot_comments(gpu_world.gh, 11)}
+    payload = {"workflow_run": {
+        "id": gate.run_id, "name": "goodput-gpu", "event": "pull_request", "conclusion": gate.conclusion,
+        "head_sha": gpu_world.head_shas[11], "head_repository": {"full_name": FORK},
+        "html_url": f"https://github.com/{REPO}/actions/runs/{gate.run_id}"}}
+    posted = gpu_world.gh.run(gpu_world.main / ".github/workflows/goodput-gpu-comment.yml", event="workflow_run",
+                              payload=payload, source=gpu_world.main)
+    assert posted.conclusion == "success", [(j, [(s.name, s.log[-2000:]) for s in posted.job(j).steps])
+                                            for j in (f"comment ({g})" for g in GPU_CLASSES)]
+    for gpu in GPU_CLASSES:
+        assert posted.job(f"comment ({gpu})").conclusion == "success"
+        assert not (posted.workspace / f"comment_({gpu})" / "perf").exists()  # only .github/scripts
+    after = bot_comments(gpu_world.gh, 11)
+    assert {c["id"] for c in after} == before and len(after) == len(GPU_CLASSES)
+    calls = gpu_world.gh.api()["calls"]
+    assert all(["updateComment", i] in calls for i in before)
 
 
 @pytest.mark.llamacpp
@@ -546,7 +588,7 @@ def test_gpu_fork_pull_request_waits_for_approval(gpu_world):
     environment with required reviewers and no step runs (nothing reaches the runner)."""
     from actions_expressions import Evaluator
 
-    rule = yaml.safe_load((ROOT / "example_suite/github/goodput-gpu.yml").read_text())["jobs"]["goodput"]["environment"]
+    rule = yaml.safe_load((TEMPLATES / "goodput-gpu.yml").read_text())["jobs"]["goodput"]["environment"]
     for fork, wanted in ((True, "goodput-fork"), (False, "goodput")):
         github = {"event_name": "pull_request", "repository": REPO, "event": pr_payload(13, "a" * 40, fork)}
         assert Evaluator({"github": github}, gpu_world.root).interpolate(rule) == wanted

@@ -1,4 +1,5 @@
-"""``python -m pytest_goodput``: run, simulate, compare and draw frontiers without pytest.
+"""``python -m pytest_goodput``: run, simulate, compare and draw frontiers without pytest, and
+``init`` a repository's first gate.
 
 Exit status, the same for every command:
 
@@ -24,6 +25,7 @@ from pytest_goodput.cli.ab import add_ab_parser, cmd_ab
 from pytest_goodput.cli.compare import cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
 from pytest_goodput.cli.history import add_history_parser, cmd_history
+from pytest_goodput.cli.init import add_init_parser, cmd_init
 from pytest_goodput.cli.plan import add_plan_parser, cmd_plan
 from pytest_goodput.cli.run import CLIError, add_run_parser, cmd_run
 from pytest_goodput.schema.redaction import redact
@@ -55,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_history_parser(sub)
     add_ab_parser(sub)
     add_plan_parser(sub)
+    add_init_parser(sub)
     return parser
 
 
@@ -100,6 +103,8 @@ def _main(argv: list[str]) -> int:
             return cmd_ab(ns)
         if ns.command == "plan":
             return cmd_plan(ns)
+        if ns.command == "init":
+            return cmd_init(ns)
     except (CLIError, SpecError, ValueError, ConnectionError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

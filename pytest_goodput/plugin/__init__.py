@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import pytest
 
+from pytest_goodput.plugin.misspellings import check_names, misspelt_marker
 from pytest_goodput.plugin.settings import (
     OPTIONS,
     Settings,
@@ -93,10 +94,9 @@ class _Collected:
 
 
 MARKER_HELP = (
-    "goodput(scenario='server', rate=..., concurrency=..., requests=..., isl=..., osl=..., "
-    "ttft_ms=..., ttfo_ms=..., tpot_ms=..., ttft_p99_ms=..., slo='mlperf/llama2-70b/interactive', "
-    "tolerance=..., gate=[...]): an LLM-serving performance scenario gated by SLOs and "
-    "baselines. See docs/metrics.md and the README."
+    "goodput(scenario='server', rate=..., concurrency=..., requests=..., isl=..., osl=..., ttft_ms=..., "
+    "ttfo_ms=..., tpot_ms=..., ttft_p99_ms=..., slo='mlperf/llama2-70b/interactive', tolerance=..., "
+    "gate=[...]): an LLM-serving performance scenario gated by SLOs and baselines. See docs/markers.md."
 )
 
 
@@ -141,6 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     if (why := ray_after_space(args)) is not None:
         raise pytest.UsageError(f"pytest-goodput: {why}")
+    check_names(config, (opt.ini for opt in OPTIONS), MARKER)
     cli = {opt.name: config.getoption(f"goodput_{opt.name}", None) for opt in OPTIONS if opt.cli}
     cli["baseline"] = config.getoption("goodput_baseline")
     cli["update"] = config.getoption("goodput_update")
@@ -213,10 +214,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         collected.nodeids.add(item.nodeid)
         if not partial or item.path.resolve() not in partial:
             collected.modules.add(item.nodeid.partition("::")[0])
+        if (typo := misspelt_marker(item, MARKER)) is not None:
+            problems.append((item, typo))
         markers = list(item.iter_markers(MARKER))
         if markers or not FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
             _check_machine(config)
-        if not markers:
+        if not markers or typo:
             continue
         core = _core()  # a goodput test: its arguments are checked now, before anything runs
         try:

@@ -31,6 +31,7 @@ from pytest_goodput.schema.environment import REMEASURED
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.scenario.arg_errors import quoted_numbers
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 
 
@@ -64,6 +65,9 @@ class GoodputHarness:
         self.pre_pass = False
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
+        if quoted := quoted_numbers(overrides, ScenarioSpec):  # as the marker's are refused
+            raise SpecError("\n".join([f"{self._nodeid}: invalid goodput arguments: "
+                                       + ", ".join(name for name, _ in quoted), *(f"  {why}" for _, why in quoted)]))
         args = {**self._marker_args, **overrides}
         workers = self._session.settings.workers
         if workers is not None and "workers" not in args:  # marker > command line

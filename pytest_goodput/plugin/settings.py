@@ -1,8 +1,9 @@
 """Plugin settings: one table drives the CLI options, the ini keys and the environment.
 
-Precedence is marker > command line > ini file > environment > default. Every resolved
-value remembers where it came from, so a bad value is reported with its source (as
-pytest-timeout does).
+Precedence is marker > command line > ini file > environment > default, but for the hardware
+label an ini and an environment that disagree are an error (a CI matrix labels its runners in
+the environment; an ini label must not silently win). Every resolved value remembers where it
+came from, so a bad value is reported with its source (as pytest-timeout does).
 
 Plain Python on purpose (no pydantic): pytest imports the plugin's entry point, and with it
 this table, in every test suite of an environment where pytest-goodput is installed.
@@ -14,10 +15,6 @@ import operator
 import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional
-
-
-def _float(v: str) -> float:
-    return float(v)
 
 
 def _bool(v: Any) -> bool:
@@ -350,7 +347,7 @@ def capture_refused() -> Optional[str]:
     return unavailable("http://127.0.0.1")
 
 
-_CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": _float, "bool": _bool, "int": int}
+_CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": float, "bool": _bool, "int": int}
 
 
 def resolve(
@@ -379,6 +376,11 @@ def resolve(
                 ) from None
             sources[opt.field] = where
             break
+    labels = (ini.get("hardware"), env.get(BY_NAME["hardware"].env_var))
+    if not cli.get("hardware") and all(labels) and labels[0].strip() != labels[1].strip():
+        raise SettingsError(f"ini goodput_hardware = {labels[0]!r} and environment GOODPUT_HARDWARE = "
+                            f"{labels[1]!r} disagree: keep one label (CI labels its runner class in the "
+                            "environment: remove the ini line), or pass --goodput-hardware")
     baseline_flag = cli.get("baseline")
     if baseline_flag is not None:
         values["compare"] = True

@@ -49,8 +49,10 @@ pytest_goodput/schema/scenario/applicability.py. -->
 
 Every keyword `@pytest.mark.goodput(...)` takes. The marker's arguments are checked when the
 tests are collected, before anything runs: an unknown name (with the name probably meant), a
-value of the wrong kind, or an argument the test's scenario would ignore is a collection
-error naming the test and the argument, and the session stops (exit 2). `goodput.run(...)`
+value of the wrong kind (a number in quotes, `rate="8"`, included), an unknown `slo=` preset
+(with the preset meant), or an argument the test's scenario would ignore is a collection
+error naming the test and the argument, and the session stops (exit 2). So is a misspelt
+marker (`@pytest.mark.goodputs`), which would otherwise measure nothing. `goodput.run(...)`
 and `goodput.measure(...)` take the scenario's keywords as overrides. Scenarios:
 [docs/scenarios.md](scenarios.md); metrics: [docs/metrics.md](metrics.md).
 

@@ -105,6 +105,50 @@ def wrong_kind(name: str, value: Any, model: type[BaseModel], errors: list[dict]
     return line
 
 
+def quoted_numbers(given: Mapping[str, Any], model: type[BaseModel]) -> list[tuple[str, str]]:
+    """``rate="8"``: a number or a True/False written as a string. pydantic would read it, but a
+    marker is Python, where quotes mean text: an argument that looks right and is not is refused
+    rather than guessed at. Per argument, its name and a line with the value as it should be
+    written (text that is no number is left to the type check, which says so)."""
+    lines = []
+    for name, value in given.items():
+        field = model.model_fields.get(name)
+        if field is None and isinstance(name, str) and PERCENTILE_SLO_RE.match(name):
+            words = "a number"
+        elif field is None or _takes_strings(field.annotation):
+            continue
+        else:
+            words = type_words(field.annotation)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        texts = [v for v in items if isinstance(v, str) and not isinstance(_unquoted(v), str)]
+        if not texts:
+            continue
+        fixed = [_unquoted(v) if isinstance(v, str) else v for v in items]
+        shown = fixed if isinstance(value, (list, tuple)) else fixed[0]
+        lines.append((name, f"{name}={value!r}: {name}= takes {words}, not {_got(texts[0])} (a "
+                            f"quoted value is text); write {name}={shown!r}"))
+    return lines
+
+
+def _takes_strings(annotation: Any) -> bool:
+    """Whether a field accepts text of its own (a name, a path, one of some words)."""
+    if annotation is str or get_origin(annotation) is Literal:
+        return True
+    return any(_takes_strings(a) for a in get_args(annotation))
+
+
+def _unquoted(text: str) -> Any:
+    """``"8"`` as it was meant: 8, 8.5, True; text that is no number stays as it is."""
+    if text.strip() in ("True", "False", "true", "false"):
+        return text.strip().lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _literal_values(annotation: Any) -> list[str]:
     """The strings a ``Literal`` field (``Optional`` or not) allows."""
     if get_origin(annotation) is Literal:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from pytest_goodput.schema.ab_options import AB_KEYS, ABOptions, split_ab_args
 from pytest_goodput.schema.scenario.applicability import not_applicable
-from pytest_goodput.schema.scenario.arg_errors import explain
+from pytest_goodput.schema.scenario.arg_errors import explain, quoted_numbers
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
 
 
@@ -28,21 +28,21 @@ def check_marker(args: dict[str, Any], where: str) -> tuple[dict[str, Any], ABOp
     """The scenario's arguments and the A/B options of a marker, or :class:`SpecError` naming
     the test (``where``) and each bad argument."""
     spec_args, options = split_ab_args(args, where)
-    refused = not_applicable(args)
+    problems = [*not_applicable(args), *quoted_numbers(spec_args, ScenarioSpec)]
     try:
         ScenarioSpec.model_validate(spec_args)
     except ValidationError as err:
         # With arguments refused, rules across arguments are left out: they may say again what
         # the refusal says, and are checked once the marker names only what applies.
-        text = explain(err, where, ScenarioSpec, spec_args, marker_arguments(), fields_only=bool(refused))
-        if not refused:
+        text = explain(err, where, ScenarioSpec, spec_args, marker_arguments(), fields_only=bool(problems))
+        if not problems:
             raise SpecError(text) from None
         more = text.splitlines()[1:]
         named = [e["loc"][0] for e in err.errors() if e["loc"] and isinstance(e["loc"][0], str)]
     else:
         more, named = [], []
-    if refused:
-        names = list(dict.fromkeys([*(name for name, _ in refused), *named]))
+    if problems:
+        names = list(dict.fromkeys([*(name for name, _ in problems), *named]))
         raise SpecError("\n".join([f"{where}: invalid goodput arguments: {', '.join(names)}",
-                                   *(f"  {why}" for _, why in refused), *more]))
+                                   *(f"  {why}" for _, why in problems), *more]))
     return spec_args, options

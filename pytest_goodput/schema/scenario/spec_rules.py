@@ -7,6 +7,7 @@ field set. (What a marker may name for its scenario is ``schema/scenario/applica
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +72,10 @@ def collect_percentile_slos(data: Any) -> Any:
                 f"'mlperf/llama2-70b/interactive', got {preset!r}"
             )
         if preset not in SLO_PRESETS:
+            close = difflib.get_close_matches(preset, SLO_PRESETS, n=1, cutoff=0.6)
+            meant = f"did you mean slo={close[0]!r}? " if close else ""
             raise ValueError(
-                f"unknown SLO preset {preset!r}; allowed: {', '.join(sorted(SLO_PRESETS))}"
+                f"unknown SLO preset {preset!r}; {meant}allowed: {', '.join(sorted(SLO_PRESETS))}"
             )
         ttft, tpot = SLO_PRESETS[preset]
         pct.setdefault("ttft_p99_ms", ttft)

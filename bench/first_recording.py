@@ -1,0 +1,69 @@
+"""What the README's gate costs a new user on the simulator: the first recording, then a gate.
+
+Writes the README's gate (the first ``python`` block of "Writing a gate") into a fresh
+directory with ``goodput_engine = sim`` in its ``pytest.ini``, runs
+``pytest perf --goodput-update-baseline`` then ``pytest perf --goodput-baseline``, and prints per
+command its exit status, wall time, the engine launches and seconds of load the plugin reports
+(its ``cost:`` line) and the summary line::
+
+    python bench/first_recording.py [--time-scale 2]
+
+``--time-scale`` stretches the simulator's steps (``GOODPUT_SIM_TIME_SCALE``): fewer tokens a
+second for the client to read on a busy machine, the same arrivals, so the same seconds of load.
+The figures are what the README's "what it costs" sentence states (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_gate() -> str:
+    """The README's gate as written: the first python block."""
+    return re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+
+
+def run(cwd: Path, *args: str, time_scale: Optional[float] = None) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "GOODPUT_SIM_SLOWDOWN")}
+    if time_scale is not None:
+        env["GOODPUT_SIM_TIME_SCALE"] = str(time_scale)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "perf", "-p", "no:cacheprovider", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    cost = next((ln.strip() for ln in out.splitlines() if ln.strip().startswith("cost:")), "cost: ?")
+    summary = out.strip().splitlines()[-1] if out.strip() else ""
+    verdict = next((ln for ln in out.splitlines() if ln.startswith("goodput: ")), "goodput: ?")
+    print(f"pytest perf {' '.join(args)}: exit {proc.returncode}, wall {wall:.0f} s; {cost}; {verdict}; "
+          f"{summary.strip('= ')}", flush=True)
+    for line in out.splitlines():
+        if line.lstrip().startswith(("invalid run", "note: re-measured", "baseline NOT written")):
+            print("   ", line.strip()[:300], flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-scale", type=float, help="GOODPUT_SIM_TIME_SCALE for the simulator")
+    ns = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        perf = Path(tmp) / "perf"
+        perf.mkdir()
+        (perf / "pytest.ini").write_text("[pytest]\ngoodput_engine = sim\n")
+        (perf / "test_chat.py").write_text(readme_gate())
+        run(Path(tmp), "--goodput-update-baseline", time_scale=ns.time_scale)
+        run(Path(tmp), "--goodput-baseline", time_scale=ns.time_scale)
+
+
+if __name__ == "__main__":
+    main()
