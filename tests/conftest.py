@@ -378,3 +378,11 @@ def _not_in_ci(monkeypatch):
     fails in CI) and GitHub's annotations are tested where a test sets CI or GITHUB_ACTIONS."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+
+
+def pytest_report_header(config: pytest.Config) -> Optional[str]:
+    """A bare ``pytest tests`` runs every tier serially: say what runs them as CI does."""
+    if config.option.markexpr or getattr(config.option, "numprocesses", None):
+        return None
+    return ("every tier serially (over 30 minutes): `bash scripts/test` runs them in order and in "
+            "parallel, as CI does (README, 'Developing pytest-goodput')")

@@ -75,18 +75,23 @@ def test_the_docs_index_lists_every_page() -> None:
 
 
 def test_the_readme_keeps_the_commands_ci_runs() -> None:
-    """``.ci/run`` runs these as the README's commands: they stay in it, verbatim."""
+    """``.ci/run`` runs these as the README's commands: they stay in it, verbatim, and the one
+    test command runs every tier in order."""
+    test_command = 'pip install -e ".[test]" && bash scripts/test'
     for command in ("pip install -e . && pytest example_suite --goodput-baseline",
                     "GOODPUT_SIM_SLOWDOWN=1.2 pytest example_suite --goodput-baseline",
-                    'pip install -e ".[test]" && pytest tests -m fast -n auto',
-                    'pytest tests -m "integration and not solo" -n 3 --dist loadfile',
-                    "pytest tests -m solo"):
+                    test_command):
         assert command in README, command
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pytest example_suite --goodput-baseline" in ci
-    # .ci/run's tier() runs `pytest tests -m EXPR ARGS`: the README's tier commands, as called
-    assert 'tier integration "integration and not solo" -n 3 --dist loadfile' in ci
-    assert "tier solo solo\n" in ci and "tier fast fast -n auto" in ci
+    assert test_command + " -p no:cacheprovider" in ci
+    script = (ROOT / "scripts" / "test").read_text()
+    # scripts/test's tier() runs `pytest tests -m EXPR ARGS`: fast, integration, solo, in order
+    tiers = ['tier fast fast -n auto', 'tier integration "integration and not solo" -n 3 --dist loadfile',
+             "tier solo solo"]
+    at = [script.index(t) for t in tiers]
+    assert at == sorted(at) and "lint-imports" in script
+    assert '[ "$rc" -eq 5 ]' in script  # no test collected fails the command
 
 
 def test_the_readme_loop_records_then_gates_as_written(tmp_path: Path) -> None:
