@@ -41,6 +41,11 @@ PIP_REQUIREMENTS = "pip install -r requirements-goodput.txt"
 STEP_TIMEOUT_S = 600
 
 
+#: What the project's test suite hands to the processes it starts (tests/conftest.py: the
+#: self-check forced valid where it is not the subject), kept in every step's environment.
+SUITE_ENV = ("PYTHONPATH", "GOODPUT_TEST_SELFCHECK")
+
+
 @dataclass
 class StepResult:
     name: str
@@ -271,6 +276,8 @@ class RunContext:
             "PATH": os.pathsep.join([str(actions.bin), str(Path(sys.executable).parent),
                                      "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": os.environ.get("HOME", str(home)), "LANG": "C.UTF-8", **extra_env,
+            # the suite's forced-valid self-check (tests/conftest.py), where the test set it
+            **{k: os.environ[k] for k in SUITE_ENV if k in os.environ},
             "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace),
             "GITHUB_EVENT_NAME": github["event_name"], "GITHUB_EVENT_PATH": str(home / "event.json"),
             "GITHUB_REF": github["ref"], "GITHUB_REF_NAME": github["ref_name"],

@@ -16,13 +16,15 @@ from pathlib import Path
 
 #: The modules holding the verdicts (fake_selfcheck.VERDICTS, which is imported only to patch).
 PATCHED = frozenset({"pytest_goodput.load.selfcheck.health", "pytest_goodput.measure.metrics"})
+#: pytest's assertion rewriting, whose loader is patched to patch them as well.
+REWRITE = "_pytest.assertion.rewrite"
 
 
 class _ForceValid(importlib.abc.MetaPathFinder):
     """Finds nothing itself; wraps the loader of the self-check's modules to patch them."""
 
     def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
-        if name not in PATCHED:
+        if name not in PATCHED and name != REWRITE:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -43,7 +45,24 @@ class _Patching(importlib.abc.Loader):
 
     def exec_module(self, module):  # type: ignore[no-untyped-def]
         self.loader.exec_module(module)
-        _fake().patch(module)
+        if module.__name__ == REWRITE:
+            _patch_rewriting(module.AssertionRewritingHook)
+        else:
+            _fake().patch(module)
+
+
+def _patch_rewriting(hook: type) -> None:
+    """pytest's assertion rewriting imports the modules of a distribution it marks for rewrite
+    (an ``.egg-info`` of the repository on ``sys.path`` marks this package) ahead of every
+    other finder: its loader patches them too."""
+    exec_module = hook.exec_module
+
+    def patching_exec_module(self, module):  # type: ignore[no-untyped-def]
+        exec_module(self, module)
+        if module.__name__ in PATCHED:
+            _fake().patch(module)
+
+    hook.exec_module = patching_exec_module
 
 
 def _fake():  # type: ignore[no-untyped-def]
