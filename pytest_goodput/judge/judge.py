@@ -8,13 +8,14 @@ comparable, how sweeps and capacity searches are judged, and when a test fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from pytest_goodput.judge.shapes.capacity import capacity_comparison
 from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
+from pytest_goodput.judge.noise.main_level import level_notes, main_level
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
@@ -148,6 +149,10 @@ def judge(
         return outcome.model_copy(
             update={**update, "baseline_status": "incomparable", "incomparable_reasons": reasons}
         )
+    # Kept one session per push, the baseline is main's time series: judged against main's
+    # current level (the sessions since its newest step, a lone disturbed session set aside).
+    baseline, notes = _at_main_level(spec, baseline, policy)
+    update["notes"] = outcome.notes + notes
     # Same spec hash means same seed: request i is the same request in every run, so the
     # comparison can pair them (it falls back to unpaired intervals when counts differ).
     # A committed baseline is judged on other days and machines: outside its sitting, the
@@ -169,6 +174,22 @@ def judge(
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )
+
+
+def _at_main_level(spec: ScenarioSpec, baseline: Side, policy: Policy) -> tuple[Side, list[str]]:
+    """The baseline at main's current level and the notes saying how it was read; sweeps and
+    capacity searches are judged on their shapes, whole (``judge/noise/main_level.py``)."""
+    if spec.scenario in ("sweep", "capacity"):
+        return baseline, []
+    defs = metric_defs(spec, policy.tolerance)
+    level = main_level(baseline.history, defs)
+    if not level.moved:
+        return baseline, []
+    labels = [(s.environment.provenance.get("git_commit") if s.environment is not None else None)
+              or s.recorded_at for s in baseline.sessions]
+    notes = level_notes(level, baseline.history, defs, labels)
+    kept = [baseline.sessions[i] for i in level.kept]
+    return replace(baseline, sessions=kept), notes
 
 
 def _json(points: list[FrontierPoint]) -> list[dict[str, Any]]:

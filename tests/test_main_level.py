@@ -1,0 +1,98 @@
+"""Main's level: a baseline kept one session per push is read as main's time series.
+
+Seeded sessions (``judge_scenarios``) through the public judge (``judge()`` and ``fails()``):
+a step on main is found and the PR judged against the sessions since it, a further
+regression is caught, an unchanged PR passes, a lone disturbed session is set aside and
+named, and an unchanged main is judged as before (``judge/noise/main_level.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from judge_scenarios import Workload, run, spec  # noqa: E402
+
+from pytest_goodput.judge import Policy, fails, judge  # noqa: E402
+from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE  # noqa: E402
+from pytest_goodput.schema.environment import Fingerprint  # noqa: E402
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome  # noqa: E402
+from pytest_goodput.schema.runs.session import Session  # noqa: E402
+from pytest_goodput.schema.runs.side import Side  # noqa: E402
+
+REQUESTS, REPEATS = 240, 2
+
+
+def _judge(levels: list[float], pr: float, seed: int) -> Outcome:
+    """Main's sessions at ``levels`` (one push each, oldest first, commit c1..cN), the PR at ``pr``."""
+    w = Workload.draw(REQUESTS, seed)
+    rng = np.random.default_rng([11, seed])
+    sp = spec(REQUESTS, repeats=REPEATS)
+    sessions = [Session(samples=[run(w, rng, ttft_factor=x, tpot_factor=x) for _ in range(REPEATS)],
+                        recorded_at=f"2026-11-0{i + 1}T09:00:00+00:00",
+                        environment=Fingerprint(provenance={"git_commit": f"c{i + 1}"}))
+                for i, x in enumerate(levels)]
+    base = Side(sp, sp.identity_hash(), sessions)
+    cur = Side.of_samples(sp, [[run(w, rng, ttft_factor=pr, tpot_factor=pr) for _ in range(REPEATS)]])
+    return judge("t::x", cur, base, Policy())
+
+
+def _verdicts(o: Outcome) -> dict[str, str]:
+    return {c.metric: c.verdict for c in o.comparisons}
+
+
+def test_a_further_regression_after_a_step_on_main_is_caught_and_the_step_named() -> None:
+    for seed in range(3):
+        o = _judge([1.0, 1.0, 1.0, 1.25, 1.25], 1.25 * 1.25, seed)
+        assert fails(o, Policy())
+        assert "regressed" in _verdicts(o).values()
+        moved = [n for n in o.notes if "main changed by" in n]
+        assert len(moved) == 1
+        assert "at session 4 (c4) of 5; judged against the 2 sessions since" in moved[0]
+
+
+def test_a_step_in_the_newest_session_judges_against_it_alone() -> None:
+    o = _judge([1.0, 1.0, 1.0, 1.0, 1.25], 1.25 * 1.25, 0)
+    assert fails(o, Policy())
+    assert any("at session 5 (c5) of 5; judged against the 1 session since" in n for n in o.notes)
+
+
+def test_an_unchanged_pr_after_a_step_passes() -> None:
+    for seed in range(3):
+        o = _judge([1.0, 1.0, 1.0, 1.25, 1.25], 1.25, seed)
+        assert not fails(o, Policy())
+        assert "regressed" not in _verdicts(o).values()
+        assert any("main changed by" in n for n in o.notes)
+
+
+def test_a_pr_that_reverts_main_s_regression_improves() -> None:
+    o = _judge([1.0, 1.0, 1.0, 1.25, 1.25], 1.0, 0)
+    assert not fails(o, Policy())
+    assert _verdicts(o)["metrics.tpot_ms.p50"] == "improved"
+
+
+def test_a_lone_disturbed_session_is_set_aside_and_named() -> None:
+    o = _judge([1.0, 1.0, 1.3, 1.0, 1.0], 1.25, 0)
+    assert fails(o, Policy())
+    assert _verdicts(o)["metrics.tpot_ms.p50"] == "regressed"
+    aside = [n for n in o.notes if "set aside" in n]
+    assert len(aside) == 1 and aside[0].startswith(f"{MAIN_LEVEL_NOTE}: session 3 (c3) of 5 set aside")
+    assert not any("main changed by" in n for n in o.notes)
+
+
+def test_main_s_level_is_shown_per_gated_metric_with_the_sessions_not_judged_against_marked() -> None:
+    o = _judge([1.0, 1.0, 1.0, 1.25, 1.25], 1.25, 0)
+    lines = [n for n in o.notes if "over the sessions" in n]
+    assert len(lines) == 5  # goodput, TTFT P50/P99, TPOT P50/P99 (the error rate is counts)
+    tpot = next(n for n in lines if "TPOT P50" in n)
+    assert tpot.count("*") == 4  # three sessions before the step, and the legend
+
+
+def test_an_unchanged_main_is_judged_on_every_session_without_a_note() -> None:
+    for seed in range(5):
+        o = _judge([1.0] * 5, 1.0, seed)
+        assert not fails(o, Policy())
+        assert not [n for n in o.notes if n.startswith(MAIN_LEVEL_NOTE)]
