@@ -7,16 +7,22 @@ one baseline; their spread is then the step itself, and every later verdict read
 a series (oldest first), on each gated metric's analysis scale (``spread.scale_of``):
 
 1. **A lone disturbed session** — one session, neither the oldest nor the newest, far from
-   all the others (``recording.session_outliers``: leave-one-out prediction interval,
-   Bonferroni at ``recording.FAMILY_ALPHA``, and beyond the metric's tolerance) — is named
-   and set aside for the whole test: its neighbours on both sides agree, so main did not move.
+   all the others on a gated metric — is named and set aside for the whole test: its
+   neighbours on both sides agree, so main did not move. Leave-one-out: its deviation d from
+   the others' mean against the prediction interval of one more draw, t·σ·√(1 + 1/(S−1)),
+   Bonferroni over the S sessions at ``LONE_ALPHA``, and beyond the metric's tolerance.
 2. **A step** — for each split k of the S sessions left, the mean after against the mean
-   before: t = d / (σ·√(1/k + 1/(S−k))), σ the pooled within-segment SD (ν = S − 2) shrunk
-   towards a prior of the metric's launch and day-to-day spread (the registry's ``run_cv``
-   and ``day_cv``, worth ``PRIOR_RUNS`` sessions; the prior only widens). A step is a split
-   whose |t| passes Student's t at ``STEP_ALPHA`` two-sided, Bonferroni over the S − 1
-   splits, *and* whose change is beyond the metric's tolerance (a step the gate tolerates
-   does not blind it). Fewer than ``MIN_SESSIONS`` sessions: no step is looked for.
+   before: t = d / (σ·√(1/k + 1/(S−k))), σ from the within-segment sum of squares (ν = S − 2).
+   A step is a split whose |t| passes Student's t at ``STEP_ALPHA`` two-sided, Bonferroni
+   over the S − 1 splits, *and* whose change is beyond the metric's tolerance (a step the
+   gate tolerates does not blind it). Fewer than ``MIN_SESSIONS`` sessions: no step is read.
+
+Both tests take σ as the measured SD or, when larger, the SD pooled with a prior of the
+metric's launch and day-to-day spread (the registry's ``run_cv`` and ``day_cv``, worth
+``PRIOR_RUNS`` sessions), on ν + ``PRIOR_RUNS`` degrees of freedom: from ν = 1-3 alone,
+Student's t at these levels would hide a 25 % step. The verdicts then take the level from the
+sessions since the step and the spread from every session kept before and after it, each
+level centred on its own (``level_spreads``): a step moves main's level, not its noise.
 
 The decision is per test: the newest step over the gated metrics is where main changed,
 and every metric is judged against the sessions since it (one merge moves several metrics;
@@ -34,7 +40,6 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pytest_goodput import stats
-from pytest_goodput.judge.noise.recording import FAMILY_ALPHA, describe, session_outliers
 from pytest_goodput.judge.noise.spread import PRIOR_RUNS, fmt_on_scale, scale_of
 from pytest_goodput.judge.scalar.values import Sessions, group_value
 from pytest_goodput.judge.scalar.verdicts import MetricDef
@@ -42,6 +47,9 @@ from pytest_goodput.schema import registry
 
 #: Chance that an unchanged main shows a step on one metric, split over the splits.
 STEP_ALPHA = 0.01
+#: Chance that an unchanged main names a lone session on one metric, split over the sessions:
+#: setting one aside costs one session of power, keeping a disturbed one blinds five pushes.
+LONE_ALPHA = 0.05
 #: Fewest sessions a step is looked for in: with two, a step and noise cannot be told apart.
 MIN_SESSIONS = 3
 #: Every note of this module starts so (reports pick them out of the other notes).
@@ -90,15 +98,27 @@ def _prior(defn: MetricDef, centre: float, scale: str) -> float:
     return cv * abs(centre) if scale == "relative" else cv
 
 
+def _sigma(ss: float, nu: int, prior: float, prior_runs: float) -> tuple[float, float]:
+    """(σ, degrees of freedom): the measured SD or, when larger, the one pooled with the prior
+    (worth ``prior_runs`` sessions); always on ν + ``prior_runs`` degrees of freedom."""
+    shrunk = math.sqrt((prior_runs * prior**2 + ss) / (prior_runs + nu))
+    measured = math.sqrt(ss / nu) if nu > 0 else 0.0
+    return max(measured, shrunk), prior_runs + nu
+
+
+def _change(scale: str, d: float, centre: float) -> float:
+    if scale == "log":
+        return math.expm1(d)
+    return d / centre if centre else math.inf
+
+
 def metric_step(values: Sequence[Optional[float]], defn: MetricDef, *,
                 alpha: float = STEP_ALPHA, prior_runs: float = PRIOR_RUNS) -> Optional[Step]:
     """The most significant step of one metric over its sessions' values (oldest first), or
     None: a session without a regular value (failures, not measured) means no step is read."""
     scale = scale_of(defn.path)
-    if scale == "absolute":
-        return None
     ys = _ys(values, scale)
-    if len(ys) < MIN_SESSIONS or any(y is None for y in ys):
+    if scale == "absolute" or len(ys) < MIN_SESSIONS or any(y is None for y in ys):
         return None
     y = np.asarray(ys, dtype=float)
     n = len(y)
@@ -107,21 +127,41 @@ def metric_step(values: Sequence[Optional[float]], defn: MetricDef, *,
     for k in range(1, n):
         a, b = y[:k], y[k:]
         ss = float(np.sum((a - a.mean()) ** 2) + np.sum((b - b.mean()) ** 2))
-        nu = n - 2
-        s2 = ss / nu if nu > 0 else 0.0
-        if nu > 0 and s2 >= prior**2:
-            var, df = s2, float(nu)
-        else:
-            var, df = (prior_runs * prior**2 + ss) / (prior_runs + nu), prior_runs + nu
-        se = math.sqrt(var * (1.0 / k + 1.0 / (n - k)))
+        sigma, df = _sigma(ss, n - 2, prior, prior_runs)
+        se = sigma * math.sqrt(1.0 / k + 1.0 / (n - k))
         d = float(b.mean() - a.mean())
         t = d / se if se > 0 else math.inf
         crit = stats.t_ppf(1.0 - alpha / (2.0 * (n - 1)), df)
-        change = math.expm1(d) if scale == "log" else d / float(a.mean()) if a.mean() else math.inf
-        limit = math.expm1(crit * se) if scale == "log" else crit * se / abs(float(a.mean()))
+        change = _change(scale, d, float(a.mean()))
         if abs(t) > crit and abs(change) > defn.tolerance and (best is None or abs(t) > abs(best.t)):
-            best = Step(defn.path, k, change, t, limit)
+            best = Step(defn.path, k, change, t, _change(scale, math.copysign(crit * se, d), float(a.mean())))
     return best
+
+
+def lone_sessions(values: Sequence[Optional[float]], defn: MetricDef, *,
+                  alpha: float = LONE_ALPHA, prior_runs: float = PRIOR_RUNS) -> dict[int, str]:
+    """Sessions (0-based, neither the oldest nor the newest) far from all the others on one
+    metric: leave-one-out, the prediction interval of one more draw, Bonferroni over the
+    sessions, beyond the tolerance; by session, what it did in the report's words."""
+    scale = scale_of(defn.path)
+    ys = _ys(values, scale)
+    if scale == "absolute" or len(ys) < MIN_SESSIONS + 1 or any(y is None for y in ys):
+        return {}
+    y = np.asarray(ys, dtype=float)
+    n = len(y)
+    prior = _prior(defn, float(np.mean(y)), scale)
+    out = {}
+    for i in range(1, n - 1):
+        rest = np.delete(y, i)
+        sigma, df = _sigma(float(np.sum((rest - rest.mean()) ** 2)), n - 2, prior, prior_runs)
+        half = stats.t_ppf(1.0 - alpha / (2.0 * n), df) * sigma * math.sqrt(1.0 + 1.0 / (n - 1))
+        d = float(y[i] - rest.mean())
+        change = _change(scale, d, float(rest.mean()))
+        if abs(d) > half and abs(change) > defn.tolerance:
+            limit = _change(scale, math.copysign(half, d), float(rest.mean()))
+            out[i] = (f"{registry.metric(defn.path).label} {_signed(change)} against the other {n - 1} "
+                      f"(prediction limit {_signed(limit)}, tolerance {fmt_on_scale(scale, defn.tolerance)})")
+    return out
 
 
 def main_level(sessions: Sessions, defs: Sequence[MetricDef]) -> MainLevel:
@@ -134,9 +174,8 @@ def main_level(sessions: Sessions, defs: Sequence[MetricDef]) -> MainLevel:
         return level
     values = {d.path: [group_value(s, d.path) for s in sessions] for d in defs}
     for d in defs:
-        for o in session_outliers(values[d.path], d, alpha=FAMILY_ALPHA):
-            if 1 < o.session < n:  # neighbours on both sides: a transient, not a step
-                level.set_aside.setdefault(o.session - 1, []).append(describe(o))
+        for i, why in lone_sessions(values[d.path], d).items():
+            level.set_aside.setdefault(i, []).append(why)
     level.kept = [i for i in range(n) if i not in level.set_aside]
     for d in defs:
         step = metric_step([values[d.path][i] for i in level.kept], d)
@@ -144,6 +183,42 @@ def main_level(sessions: Sessions, defs: Sequence[MetricDef]) -> MainLevel:
             level.steps.append(Step(step.metric, level.kept[step.at], step.change, step.t, step.limit))
     level.kept = [i for i in level.kept if i >= level.since]
     return level
+
+
+def level_spreads(level: MainLevel, sessions: Sessions,
+                  defs: Sequence[MetricDef]) -> dict[str, tuple[float, int, str]]:
+    """(s, ν, note) by metric: the session-to-session spread of every session not set aside,
+    each segment between steps centred on its own level (ν = sessions − segments). A step
+    moves main's level, not its noise: the sessions before it still measure the noise, so the
+    few sessions since it set the level without costing the verdict its power."""
+    pool = [i for i in range(level.sessions) if i not in level.set_aside]
+    cuts = sorted({s.at for s in level.steps})
+    if not cuts:
+        return {}
+    segments = [[i for i in pool if lo <= i < hi] for lo, hi in zip([0] + cuts, cuts + [level.sessions])]
+    segments = [g for g in segments if g]
+    out: dict[str, tuple[float, int, str]] = {}
+    for d in defs:
+        scale = scale_of(d.path)
+        if scale == "absolute":
+            continue
+        ss, n = 0.0, 0
+        for g in segments:
+            ys = _ys([group_value(sessions[i], d.path) for i in g], scale)
+            if any(y is None for y in ys):
+                break
+            y = np.asarray(ys, dtype=float)
+            if scale == "relative":  # on the scale of ``spread.on_scale``: relative to the level
+                y = y / float(np.mean(y)) if np.mean(y) > 0 else y
+            ss += float(np.sum((y - y.mean()) ** 2))
+            n += len(y)
+        else:
+            nu = n - len(segments)
+            if nu >= 1:
+                sd = math.sqrt(ss / nu)
+                out[d.path] = (sd, nu, f"run-to-run spread {fmt_on_scale(scale, sd)} across {n} baseline "
+                                       f"sessions, each of main's levels centred on its own")
+    return out
 
 
 def _when(i: int, labels: Sequence[Optional[str]]) -> str:
