@@ -18,6 +18,7 @@ from judge_scenarios import Workload, run, spec  # noqa: E402
 
 from pytest_goodput.judge import Policy, fails, judge  # noqa: E402
 from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE  # noqa: E402
+from pytest_goodput.report.md.markdown import render_markdown  # noqa: E402
 from pytest_goodput.schema.environment import Fingerprint  # noqa: E402
 from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome  # noqa: E402
 from pytest_goodput.schema.runs.session import Session  # noqa: E402
@@ -96,3 +97,25 @@ def test_an_unchanged_main_is_judged_on_every_session_without_a_note() -> None:
         o = _judge([1.0] * 5, 1.0, seed)
         assert not fails(o, Policy())
         assert not [n for n in o.notes if n.startswith(MAIN_LEVEL_NOTE)]
+
+
+def test_the_pr_report_says_main_moved_and_shows_its_level() -> None:
+    o = _judge([1.0, 1.0, 1.0, 1.25, 1.25], 1.25 * 1.25, 0)
+    md = render_markdown([o])
+    block = next(line for line in md.splitlines() if line.startswith("> **Main's level:**"))
+    assert "main changed by" in block and "judged against the 2 sessions since" in block
+    assert "TPOT P50 over the sessions" in block
+    assert "Main's level" not in render_markdown([_judge([1.0] * 5, 1.0, 0)])
+
+
+def test_the_same_baseline_without_the_level_reading_is_blind_to_the_further_regression() -> None:
+    """The before: the five sessions' spread is the step itself (Policy(main_level=False))."""
+    w = Workload.draw(REQUESTS, 0)
+    rng = np.random.default_rng([11, 0])
+    sp = spec(REQUESTS, repeats=REPEATS)
+    base = Side.of_samples(sp, [[run(w, rng, ttft_factor=x, tpot_factor=x) for _ in range(REPEATS)]
+                                for x in (1.0, 1.0, 1.0, 1.25, 1.25)])
+    cur = Side.of_samples(sp, [[run(w, rng, ttft_factor=1.5625, tpot_factor=1.5625) for _ in range(REPEATS)]])
+    before, after = Policy(main_level=False), Policy()
+    assert not fails(judge("t::x", cur, base, before), before)
+    assert fails(judge("t::x", cur, base, after), after)

@@ -249,7 +249,7 @@ def level_notes(level: MainLevel, sessions: Sessions, defs: Sequence[MetricDef],
         if d.path == "error_rate":
             continue
         vals = [group_value(sessions[i], d.path) for i in range(level.sessions)]
-        shown = " → ".join(_fmt(v) + ("" if i in level.kept else "*") for i, v in enumerate(vals))
+        shown = " -> ".join(_fmt(v) + ("" if i in level.kept else "*") for i, v in enumerate(vals))
         notes.append(f"{MAIN_LEVEL_NOTE}: {registry.metric(d.path).label} over the sessions: {shown} "
                      f"(* not judged against)")
     return notes
