@@ -8,19 +8,23 @@ named, and an unchanged main is judged as before (``judge/noise/main_level.py``)
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from judge_scenarios import Workload, run, spec  # noqa: E402
 
 from pytest_goodput.judge import Policy, fails, judge  # noqa: E402
-from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE  # noqa: E402
+from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE, level_spreads, main_level  # noqa: E402
+from pytest_goodput.judge.scalar.verdicts import MetricDef  # noqa: E402
 from pytest_goodput.report.md.markdown import render_markdown  # noqa: E402
 from pytest_goodput.schema.environment import Fingerprint  # noqa: E402
 from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome  # noqa: E402
+from pytest_goodput.schema.runs.results import Samples  # noqa: E402
 from pytest_goodput.schema.runs.session import Session  # noqa: E402
 from pytest_goodput.schema.runs.side import Side  # noqa: E402
 
@@ -119,3 +123,33 @@ def test_the_same_baseline_without_the_level_reading_is_blind_to_the_further_reg
     before, after = Policy(main_level=False), Policy()
     assert not fails(judge("t::x", cur, base, before), before)
     assert fails(judge("t::x", cur, base, after), after)
+
+
+def _flat(tpot_ms: float) -> list[Samples]:
+    """A session of one run whose every request has the same TPOT (its P50 is that value)."""
+    n = 8
+    return [Samples(window_s=10.0, ok=[True] * n, good=[True] * n, ttft_ms=[50.0] * n,
+                    tpot_ms=[tpot_ms] * n, e2e_ms=[50.0 + 63 * tpot_ms] * n,
+                    output_tokens=[64] * n, prompt_tokens=[128] * n)]
+
+
+def test_the_step_and_the_spread_across_levels_match_the_hand_computed_case() -> None:
+    """docs/metrics.md, "Example of main's level"."""
+    tpot = MetricDef.of("metrics.tpot_ms.p50")
+    level = main_level([_flat(v) for v in (10, 10, 10, 12.5, 12.5)], [tpot])
+    assert level.kept == [3, 4] and not level.set_aside
+    assert level.steps[0].at == 3 and level.steps[0].change == pytest.approx(0.25)
+    sessions = [_flat(v) for v in (10, 10.2, 10.2, 12.5, 12.5)]
+    level = main_level(sessions, [tpot])
+    assert level.kept == [3, 4]
+    m = (math.log(10) + 2 * math.log(10.2)) / 3
+    s, nu, _ = level_spreads(level, sessions, [tpot])["metrics.tpot_ms.p50"]
+    assert nu == 3
+    assert s == pytest.approx(math.sqrt((2 * (math.log(10.2) - m) ** 2 + (math.log(10) - m) ** 2) / 3))
+    assert s == pytest.approx(0.0093, abs=5e-5)
+
+
+def test_two_sessions_show_no_step_and_a_change_within_the_tolerance_is_no_step() -> None:
+    tpot = MetricDef.of("metrics.tpot_ms.p50")  # tolerance 5 %
+    assert not main_level([_flat(10), _flat(12.5)], [tpot]).moved
+    assert not main_level([_flat(v) for v in (10, 10, 10, 10.4, 10.4)], [tpot]).moved
