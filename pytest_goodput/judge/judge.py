@@ -15,7 +15,7 @@ from pytest_goodput.judge.shapes.capacity import capacity_comparison
 from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
-from pytest_goodput.judge.noise.main_level import level_notes, level_spreads, main_level
+from pytest_goodput.judge.noise.main_level import is_series, level_notes, level_spreads, main_level
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
@@ -185,14 +185,16 @@ def _at_main_level(spec: ScenarioSpec, baseline: Side,
     """The baseline at main's current level, the notes saying how it was read and the spread
     across main's levels; sweeps and capacity searches are judged on their shapes, whole
     (``judge/noise/main_level.py``)."""
-    if not policy.main_level or spec.scenario in ("sweep", "capacity"):
+    commits = [s.environment.provenance.get("git_commit") if s.environment is not None else None
+               for s in baseline.sessions]
+    if (not policy.main_level or spec.scenario in ("sweep", "capacity")
+            or not is_series(baseline.recorded_at, baseline.client_cpus, commits)):
         return baseline, [], {}
     defs = metric_defs(spec, policy.tolerance)
     level = main_level(baseline.history, defs)
     if not level.moved:
         return baseline, [], {}
-    labels = [(s.environment.provenance.get("git_commit") if s.environment is not None else None)
-              or s.recorded_at for s in baseline.sessions]
+    labels = [c or s.recorded_at for c, s in zip(commits, baseline.sessions)]
     notes = level_notes(level, baseline.history, defs, labels)
     kept = [baseline.sessions[i] for i in level.kept]
     return replace(baseline, sessions=kept), notes, level_spreads(level, baseline.history, defs)

@@ -40,6 +40,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pytest_goodput import stats
+from pytest_goodput.judge.noise.sittings import sitting_count
 from pytest_goodput.judge.noise.spread import PRIOR_RUNS, fmt_on_scale, scale_of
 from pytest_goodput.judge.scalar.values import Sessions, group_value
 from pytest_goodput.judge.scalar.verdicts import MetricDef
@@ -96,6 +97,14 @@ def _prior(defn: MetricDef, centre: float, scale: str) -> float:
     info = registry.metric(defn.path)
     cv = math.hypot(info.run_cv, info.day_cv)
     return cv * abs(centre) if scale == "relative" else cv
+
+
+def is_series(recorded_at: Sequence[Optional[str]], client_cpus: Sequence[Optional[str]],
+              commits: Sequence[Optional[str]]) -> bool:
+    """Whether the sessions are a series of main: two commits or more, or two sittings or more
+    (``sittings``). Sessions recorded at once share one main: the recording names an outlier
+    among them (``recording.py``) and the judge takes them as recorded."""
+    return len({c for c in commits if c}) > 1 or (sitting_count(recorded_at, client_cpus) or 1) > 1
 
 
 def _sigma(ss: float, nu: int, prior: float, prior_runs: float) -> tuple[float, float]:
