@@ -8,13 +8,14 @@ comparable, how sweeps and capacity searches are judged, and when a test fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from pytest_goodput.judge.shapes.capacity import capacity_comparison
 from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
+from pytest_goodput.judge.noise.main_level import is_series, level_notes, level_spreads, main_level
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
@@ -45,6 +46,9 @@ class Policy:
     #: Launches the current side counts as (None: its sessions); a head-launch plan judges its
     #: data as if measured over the planned launches, to see what more launches could decide.
     current_sessions: Optional[int] = None
+    #: Read the baseline's sessions as main's time series (``judge/noise/main_level.py``);
+    #: False judges against every session as recorded (the benches' before).
+    main_level: bool = True
 
 
 def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -> list[MetricDef]:
@@ -148,6 +152,10 @@ def judge(
         return outcome.model_copy(
             update={**update, "baseline_status": "incomparable", "incomparable_reasons": reasons}
         )
+    # Kept one session per push, the baseline is main's time series: judged against main's
+    # current level (the sessions since its newest step, a lone disturbed session set aside).
+    baseline, notes, spreads = _at_main_level(spec, baseline, policy)
+    update["notes"] = outcome.notes + notes
     # Same spec hash means same seed: request i is the same request in every run, so the
     # comparison can pair them (it falls back to unpaired intervals when counts differ).
     # A committed baseline is judged on other days and machines: outside its sitting, the
@@ -159,7 +167,8 @@ def judge(
     # of the launch level: its variance is σ²/K, not σ².
     comparisons = compare(baseline.history, current.samples, metric_defs(spec, policy.tolerance),
                           seed=seed, paired=True, sittings=sit, confidence=policy.confidence,
-                          current_sessions=policy.current_sessions or max(1, len(current.history)))
+                          current_sessions=policy.current_sessions or max(1, len(current.history)),
+                          spreads=spreads)
     comparisons = [_with_noise(c, baseline) for c in comparisons]
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
@@ -169,6 +178,26 @@ def judge(
     return outcome.model_copy(
         update={**update, "baseline_status": "compared", "comparisons": comparisons + extra}
     )
+
+
+def _at_main_level(spec: ScenarioSpec, baseline: Side,
+                   policy: Policy) -> tuple[Side, list[str], dict[str, tuple[float, int, str]]]:
+    """The baseline at main's current level, the notes saying how it was read and the spread
+    across main's levels; sweeps and capacity searches are judged on their shapes, whole
+    (``judge/noise/main_level.py``)."""
+    commits = [s.environment.provenance.get("git_commit") if s.environment is not None else None
+               for s in baseline.sessions]
+    if (not policy.main_level or spec.scenario in ("sweep", "capacity")
+            or not is_series(baseline.recorded_at, baseline.client_cpus, commits)):
+        return baseline, [], {}
+    defs = metric_defs(spec, policy.tolerance)
+    level = main_level(baseline.history, defs)
+    if not level.moved:
+        return baseline, [], {}
+    labels = [c or s.recorded_at for c, s in zip(commits, baseline.sessions)]
+    notes = level_notes(level, baseline.history, defs, labels)
+    kept = [baseline.sessions[i] for i in level.kept]
+    return replace(baseline, sessions=kept), notes, level_spreads(level, baseline.history, defs)
 
 
 def _json(points: list[FrontierPoint]) -> list[dict[str, Any]]:

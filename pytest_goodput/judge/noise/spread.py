@@ -125,7 +125,7 @@ def _within_sitting(within_sd: float, machine_sd: float, s: Optional[float], nu:
                     sessions: int, prior_runs: float, current_sessions: int = 1) -> tuple[float, float]:
     k = 1.0 / max(current_sessions, 1) + 1.0 / max(sessions, 1)
     prior = machine_sd**2 * k + within_sd**2
-    if s is None:
+    if s is None or nu < 1:  # ν = 0: a plan's one session, its spread measured elsewhere
         return prior, prior_runs
     measured = s**2 * k
     if measured > prior:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Literal, Optional, Sequence
+from typing import Iterable, Literal, Mapping, Optional, Sequence
 
 from pytest_goodput.judge.scalar.error_rate import error_rate_comparison
 from pytest_goodput.judge.scalar.failures import failure_floor, stand_ins
@@ -149,6 +149,7 @@ def compare_metric(
     power_alpha: float = POWER_ALPHA,
     sittings: Optional[Sittings] = None,
     current_sessions: int = 1,
+    spreads: Optional[Mapping[str, tuple[float, int, str]]] = None,
 ) -> MetricComparison:
     """Judge one metric: the current session's runs (k ≥ 1) against the baseline's sessions.
 
@@ -158,6 +159,8 @@ def compare_metric(
     the unpaired intervals). ``sittings``: how the sessions fall into sittings and whether
     the current run is in one (None: it is, as when a bench records and judges in one go).
     ``current_sessions``: the K launches the current runs come from (Var = σ²·(1/K + 1/S)).
+    ``spreads``: (s, ν, note) by metric, measured beyond these sessions (main's sessions
+    before its step, centred on their own level: ``judge/noise/main_level.py``).
     """
     if defn.path == "error_rate":  # exact limits on pooled counts (judge/scalar/error_rate.py)
         return error_rate_comparison(defn, baseline, current_runs, decide, confidence=confidence,
@@ -198,7 +201,7 @@ def compare_metric(
                         fail, seed=seed, confidence=confidence, run_cv=run_cv,
                         significance=significance, paired=paired, prior_runs=prior_runs,
                         power_alpha=power_alpha, sittings=sittings,
-                        current_sessions=current_sessions)
+                        current_sessions=current_sessions, spread=(spreads or {}).get(path))
     return failure_floor(out, reached, fail, len(sessions))
 
 
@@ -208,7 +211,8 @@ def _judge_values(defn: MetricDef, sessions: Sessions, base_runs: list[Samples],
                   confidence: float, run_cv: Optional[float],
                   significance: Literal["zero", "tolerance"], paired: bool, prior_runs: float,
                   power_alpha: float, sittings: Optional[Sittings],
-                  current_sessions: int = 1) -> MetricComparison:
+                  current_sessions: int = 1,
+                  spread: Optional[tuple[float, int, str]] = None) -> MetricComparison:
     """The verdict on two finite values: the change, its within-run interval, the spread."""
     path = defn.path
     if scale != "absolute" and b_val <= 0:
@@ -239,7 +243,7 @@ def _judge_values(defn: MetricDef, sessions: Sessions, base_runs: list[Samples],
                                                c_val, b_val, confidence, seed, fail)
         a_lo, a_hi = max(0.0, d - lo_w), max(0.0, hi_w - d)  # within-run half-widths
     z = z_of(confidence)
-    s, nu, note = session_spread(path, sessions, b_val, fail[0])
+    s, nu, note = spread if spread is not None else session_spread(path, sessions, b_val, fail[0])
     day, day_note = day_term(path, sittings)
     note = f"{note}; {day_note}" if day_note else note
     return rule(defn, base=b_val, cur=c_val, change=change, d=d, scale=scale,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE
 from pytest_goodput.judge.noise.recording import OUTLIER_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
 from pytest_goodput.run.launches import RECORDING_NOTE
@@ -153,6 +154,9 @@ def _section(o: TestOutcome) -> str:
         parts.append("> **Recording kept what is valid:** " + escape_cell(note[len(RECORDING_NOTE) + 2:]))
     for note in (n for n in o.notes if n.startswith(OUTLIER_NOTE)):  # recording: the user decides
         parts.append("> **Outlier session recorded:** " + escape_cell(note[len(OUTLIER_NOTE) + 2:]))
+    level = [escape_cell(n[len(MAIN_LEVEL_NOTE) + 2:]) for n in o.notes if n.startswith(MAIN_LEVEL_NOTE)]
+    if level:  # main moved: judged against its current level, the report says so
+        parts.append("> **Main's level:** " + "<br>".join(level))
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
     if o.workload_changes:
