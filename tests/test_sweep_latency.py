@@ -106,10 +106,10 @@ def test_the_same_server_passes(seed: int) -> None:
     out = judged(session(seed), cur_step=3.0, base_step=3.0)
     assert not fails(out, Policy())
     assert all(p.verdict != "regressed" for p in by_load(out).values())
-    # Each point is judged on throughput, the frontier's TPOT P50 and the default latencies.
+    # Each point is judged on throughput, the frontier's TPOT P50 and the default TTFT P50.
     p = by_load(out)[2.0]
-    assert [c.metric for c in p.latency] == ["metrics.ttft_ms.p50", "metrics.ttft_ms.p99",
-                                             "metrics.tpot_ms.p99"]
+    assert p.tpot is not None and p.tpot.metric == "metrics.tpot_ms.p50"
+    assert [c.metric for c in p.latency] == ["metrics.ttft_ms.p50"]
 
 
 def test_gate_names_what_each_point_is_judged_on() -> None:

@@ -45,7 +45,8 @@ class LoadComparison(Sparse):
     throughput: MetricComparison
     tpot: Optional[MetricComparison] = None
     latency: list[MetricComparison] = Field(default_factory=list, description=(
-        "the sweep's per-point gate (gate=, else TTFT P50/P99 and TPOT P99) at this load"))
+        "the sweep's per-point gate (gate=, else TTFT P50 and TPOT P50) at this load, "
+        "besides the frontier's TPOT"))
     worst: MetricComparison
 
 
