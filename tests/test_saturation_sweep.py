@@ -83,7 +83,7 @@ def test_no_point_past_saturation_measures_the_whole_sweep(monkeypatch: pytest.M
 
 
 def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.MonkeyPatch) -> None:
-    base = [run_sweep(monkeypatch, KNEE_AT_32)[0] for _ in range(2)]
+    base = [run_sweep(monkeypatch, KNEE_AT_32)[0] for _ in range(3)]
     cur = run_sweep(monkeypatch, KNEE_AT_4)[0]
     outcome = judge("t.py::test_sweep", from_measurement(cur), from_measurements(base), Policy())
     rows = {c.metric: c for c in outcome.comparisons}
@@ -95,7 +95,7 @@ def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.
     assert list(by_load) == [1.0, 4.0, 16.0, 32.0]
     assert [by_load[x].verdict for x in (16.0, 32.0)] == ["regressed", "regressed"]
     assert "not reached" in by_load[16.0].throughput.note
-    # One step lower on a grid of doublings (or more) is a halved capacity: regressed too.
+    # One step lower on a grid of doublings (or more), three sessions agreeing: regressed too.
     one = judge("t.py::test_sweep", from_measurement(run_sweep(monkeypatch, KNEE_AT_16)[0]),
                 from_measurements(base), Policy())
     assert {c.metric: c for c in one.comparisons}["sweep.saturation_load"].verdict == "regressed"

@@ -18,6 +18,7 @@ def test_two_steps_lower_than_agreeing_sessions_regressed() -> None:
 
 
 def test_one_step_lower_on_a_doubling_grid_is_regressed_on_a_finer_one_inconclusive() -> None:
+    # Three agreeing sessions or more on a grid that doubles: one step is a halved capacity.
     c = saturation_comparison(LOADS, "rate", [3.0, 3.0, 3.0], 2.0)
     assert c is not None and c.verdict == "regressed" and "may be noise" not in c.note
     # The knee from 16 to 8 req/s, five sessions agreeing that 16 was fine: capacity halved.
@@ -27,7 +28,9 @@ def test_one_step_lower_on_a_doubling_grid_is_regressed_on_a_finer_one_inconclus
     c = saturation_comparison(fine, "rate", [3.0, 3.0, 3.0], 2.0)
     assert c is not None and c.verdict == "inconclusive" and "fewer than 2 steps apart may be noise" in c.note
     assert saturation_comparison(fine, "rate", [3.0, 3.0, 3.0], 1.0).verdict == "regressed"
-    # Sessions that disagree stay inconclusive, on any grid.
+    # Two agreeing sessions, or sessions that disagree, stay inconclusive, on any grid.
+    two = saturation_comparison(LOADS, "rate", [3.0, 3.0], 2.0)
+    assert two is not None and two.verdict == "inconclusive"
     split = saturation_comparison(LOADS, "rate", [3.0, 2.0], 1.0)
     assert split is not None and split.verdict == "inconclusive"
 
@@ -48,9 +51,9 @@ def test_same_step_passes_later_improves_and_never_saturating_counts_as_beyond_t
     later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 4.0)  # 4 = len: none
     assert later is not None and later.verdict == "improved" and later.current is None
     assert "no measured point" in later.note
-    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 3.0)
+    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0, 2.0], 3.0)
     assert one_later is not None and one_later.verdict == "improved"  # a doubling grid
-    one_later = saturation_comparison((1.0, 1.5, 2.0, 2.5), "concurrency", [2.0, 2.0], 3.0)
+    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 3.0)  # two sessions
     assert one_later is not None and one_later.verdict == "pass"
     # The baseline never saturated; the current sweep did at its first point.
     worse = saturation_comparison(LOADS, "concurrency", [4.0, 4.0, 4.0], 0.0)
@@ -71,13 +74,13 @@ def test_example_of_docs_frontiers_md() -> None:
     assert c.note == ("saturation began at rate 2 (baseline sessions: rate 8, rate 8; baseline "
                       "sessions agree); -2 sweep step(s)")
     one = saturation_comparison(LOADS, "rate", [3.0, 3.0], 2.0)
-    assert one is not None and one.verdict == "regressed"
+    assert one is not None and one.verdict == "inconclusive"
     assert one.note == ("saturation began at rate 4 (baseline sessions: rate 8, rate 8; baseline "
-                        "sessions agree); -1 sweep step(s)")
-    fine = saturation_comparison((2.0, 3.0, 4.0, 5.0), "rate", [3.0, 3.0], 2.0)
-    assert fine is not None and fine.verdict == "inconclusive"
-    assert fine.note == ("saturation began at rate 4 (baseline sessions: rate 5, rate 5; baseline "
-                         "sessions agree; fewer than 2 steps apart may be noise); -1 sweep step(s)")
+                        "sessions agree; fewer than 2 steps apart may be noise); -1 sweep step(s)")
+    three = saturation_comparison(LOADS, "rate", [3.0, 3.0, 3.0], 2.0)
+    assert three is not None and three.verdict == "regressed"
+    assert three.note == ("saturation began at rate 4 (baseline sessions: rate 8, rate 8, rate 8; "
+                          "baseline sessions agree); -1 sweep step(s)")
 
 
 SAT = {"load_kind": "rate", "measured": [1.0, 2.0, 4.0], "began_at": 4.0, "step": 2,

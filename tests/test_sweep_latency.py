@@ -10,12 +10,10 @@ from typing import Optional, Sequence
 import numpy as np
 import pytest
 
-from judge_scenarios import Workload, evidence, run
+from judge_scenarios import Workload, run, sweep_side
 from pytest_goodput.judge import Policy, fails, judge
 from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 from pytest_goodput.schema.runs.results import Samples
-from pytest_goodput.schema.runs.session import Sweep
-from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 
 LOADS = (2.0, 4.0, 8.0, 16.0)
@@ -29,29 +27,13 @@ def session(seed: int, ttft: Sequence[float] = (1.0,) * 4, points: int = 4) -> l
     return [run(w, rng, ttft_factor=f) for w, f in zip(WORKLOADS[:points], ttft)]
 
 
-def side(spec, sessions: list[list[Samples]], steps: Optional[Sequence[float]] = None) -> Side:
-    """The sessions as a side, the newest with its sweep and each with its saturation step."""
-    s = evidence(spec, sessions)
-    out = []
-    for i, sess in enumerate(s.sessions):
-        update: dict = {}
-        if steps is not None:
-            update["summary"] = {**sess.summary, "sweep.saturation_step": float(steps[i])}
-        if i == len(s.sessions) - 1:
-            update["sweep"] = Sweep(frontier=[
-                {"load": load, "load_kind": "rate", "interactivity": 100.0, "throughput": load * 64}
-                for load in LOADS[:len(sess.samples)]])
-        out.append(sess.model_copy(update=update))
-    return dataclasses.replace(s, sessions=out)
-
-
 def judged(current: list[Samples], *, cur_step: Optional[float] = None,
            base_step: Optional[float] = None, **spec_kw: object) -> Outcome:
     spec = build_spec(dict(scenario="sweep", sweep=list(LOADS), sweep_over="rate", requests=200,
                            isl=128, osl=64, **spec_kw))
-    base = side(spec, [session(seed) for seed in range(1, 6)],
+    base = sweep_side(spec, [session(seed) for seed in range(1, 6)],
                 None if base_step is None else [base_step] * 5)
-    cur = side(spec, [current], None if cur_step is None else [cur_step])
+    cur = sweep_side(spec, [current], None if cur_step is None else [cur_step])
     return judge("t.py::test_sweep", cur, base, Policy())
 
 
