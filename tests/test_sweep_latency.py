@@ -109,3 +109,11 @@ def test_gate_on_a_sweep_refuses_what_no_point_has() -> None:
                                slice_s=1.0))
     with pytest.raises(SpecError, match="gate= does not apply to scenario 'capacity'"):
         build_spec(dict(scenario="capacity", requests=8, ttft_ms=100, gate=["metrics.ttft_ms.p99"]))
+
+
+def test_family_confidence_of_docs_metrics_md() -> None:
+    from pytest_goodput.judge.shapes.frontier import family_confidence
+
+    # 4 points × 3 metrics: 1 − 0.02 / 12.
+    assert family_confidence(0.98, 12) == pytest.approx(0.9983333333)
+    assert family_confidence(0.98, 0) == pytest.approx(0.98)
