@@ -117,3 +117,17 @@ def test_family_confidence_of_docs_metrics_md() -> None:
     # 4 points × 3 metrics: 1 − 0.02 / 12.
     assert family_confidence(0.98, 12) == pytest.approx(0.9983333333)
     assert family_confidence(0.98, 0) == pytest.approx(0.98)
+
+
+def test_a_regression_alone_is_inconclusive_across_the_sweep() -> None:
+    from pytest_goodput.judge.shapes.frontier import family_verdict
+    from pytest_goodput.schema.outcomes.outcome import MetricComparison
+
+    def at(confidence: float) -> MetricComparison:
+        verdict = "regressed" if confidence < 0.99 else "inconclusive"
+        return MetricComparison(metric="metrics.ttft_ms.p50", direction="lower", tolerance=0.1,
+                                verdict=verdict, note="spread")
+
+    c = family_verdict(at, 0.98, 0.999, 20)
+    assert c.verdict == "inconclusive" and "not across the sweep's 20 comparisons" in c.note
+    assert family_verdict(at, 0.98, 0.98, 1).verdict == "regressed"

@@ -172,7 +172,7 @@ def family_verdict(at: Callable[[float], MetricComparison], confidence: float, f
     decisions: the false alarms of all its points and metrics together stay at α; its power
     and interval are the one metric's, as for any test)."""
     c = at(confidence)
-    if c.verdict != "regressed" or family >= confidence:
+    if c.verdict != "regressed" or family <= confidence:
         return c
     if at(family).verdict == "regressed":
         return c
