@@ -13,7 +13,7 @@ An open loop's window is its arrival span, whatever the server does: throughput 
 Each is measured three ways side by side on the same draws: the gate (latency per point,
 the sweep's comparisons sharing one false-alarm budget: Bonferroni on the *regressed*
 decisions), the same without the correction (each comparison at the one-metric confidence),
-and before latency was judged (throughput and the frontier's TPOT only).
+and before latency was judged (throughput and the frontier's TPOT only, no correction).
 
     python bench/sweep_latency.py --trials 200
 """
@@ -72,7 +72,9 @@ def main() -> None:
     cases = {"A/A": {}, "TTFT x1.5 at 8 req/s": {2: 1.5}}
     views = {"the gate": [],
              "no correction": [mock.patch.object(frontier, "family_confidence", lambda c, m: c)],
-             "before (thr+TPOT)": [mock.patch.object(sys.modules["pytest_goodput.judge.judge"], "sweep_point_gate", lambda spec: ())]}
+             "before (thr+TPOT)": [mock.patch.object(frontier, "family_confidence", lambda c, m: c),
+                                   mock.patch.object(sys.modules["pytest_goodput.judge.judge"],
+                                                     "sweep_point_gate", lambda spec: ())]}
     print(f"{args.trials} trials, {SESSIONS} baseline sessions, rates {LOADS}, {REQUESTS} requests a point, "
           f"machine CV {args.machine_cv}, gate={args.gate or 'default'}")
     print(f"{'case':<22}" + "".join(f"{v:<30}" for v in views))
