@@ -197,15 +197,16 @@ def compare_by_load(
     so interactivity) rose beyond the tolerance, or one of its ``latency`` metrics (the
     sweep's per-point gate: TTFT and TPOT percentiles) rose beyond its own, beyond noise: the
     same prediction interval as every scalar metric, from the baseline's sessions. The
-    comparisons of one sweep share the false-alarm budget (:func:`family_confidence`). A
+    frontier's two axes keep the one-metric budget they always had; the latency comparisons
+    of all points share one more (:func:`family_confidence`), so they add at most α. A
     point every baseline session measured and the current sweep did not reach is regressed.
     """
     tpot_path = frontier_tpot(percentile)
     extra = [d for d in latency if d.path not in (FRONTIER_THROUGHPUT, tpot_path)]
-    per_point = 1 + (tpot_path is not None) + len(extra)
     measured = sum(1 for i in range(min(len(loads), len(current)))
                    if any(len(s) > i for s in baseline_sessions))
-    conf = family_confidence(confidence, measured * per_point)
+    family = measured * len(extra)
+    conf = family_confidence(confidence, family)
     out = []
     for i, load in enumerate(loads):
         base = [[s[i]] for s in baseline_sessions if len(s) > i]
@@ -215,15 +216,16 @@ def compare_by_load(
             out.append(unreached_point(load, base, len(baseline_sessions), tolerance))
             continue
 
-        def judged(defn: MetricDef, offset: int) -> MetricComparison:
+        def judged(defn: MetricDef, offset: int, family_conf: float) -> MetricComparison:
             return family_verdict(
                 lambda c: compare_metric(defn, base, [current[i]], seed=seed + offset + i,
                                          paired=True, confidence=c),
-                confidence, conf, measured * per_point)
+                confidence, family_conf, family)
 
-        thr = judged(MetricDef.of(FRONTIER_THROUGHPUT, tolerance), 0)
-        tpot = judged(MetricDef.of(tpot_path, tolerance), 1000) if tpot_path is not None else None
-        lat = [judged(d, 2000 + 1000 * k) for k, d in enumerate(extra)]
+        thr = judged(MetricDef.of(FRONTIER_THROUGHPUT, tolerance), 0, confidence)
+        tpot = (judged(MetricDef.of(tpot_path, tolerance), 1000, confidence)
+                if tpot_path is not None else None)
+        lat = [judged(d, 2000 + 1000 * k, conf) for k, d in enumerate(extra)]
         out.append(load_point(load, thr, tpot, lat))
     return out
 
