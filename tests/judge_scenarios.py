@@ -8,8 +8,9 @@ judge pairs them. Latencies are lognormal per request with a per-session machine
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from pytest_goodput.judge import Policy, fails, judge
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.schema.runs.session import Sweep
 from pytest_goodput.schema.scenario.spec import build_spec
 
 #: Verdicts from best to worst, for "never better" properties.
@@ -77,6 +79,24 @@ def spec(requests: int, **slos: object):
 
 def evidence(sp, sessions: Sequence[Sequence[Samples]]) -> Side:
     return Side.of_samples(sp, [list(s) for s in sessions])
+
+
+def sweep_side(sp, sessions: Sequence[Sequence[Samples]],
+               steps: Optional[Sequence[float]] = None) -> Side:
+    """A sweep's sessions as a side: each session one run per point of ``sp.sweep`` (fewer
+    when it stopped early), the newest with its frontier, each with its saturation step."""
+    s = evidence(sp, sessions)
+    out = []
+    for i, sess in enumerate(s.sessions):
+        update: dict = {}
+        if steps is not None:
+            update["summary"] = {**sess.summary, "sweep.saturation_step": float(steps[i])}
+        if i == len(s.sessions) - 1:
+            update["sweep"] = Sweep(frontier=[
+                {"load": load, "load_kind": sp.sweep_over, "interactivity": 100.0,
+                 "throughput": load * 64} for load in (sp.sweep or ())[:len(sess.samples)]])
+        out.append(sess.model_copy(update=update))
+    return dataclasses.replace(s, sessions=out)
 
 
 def verdicts(sp, baseline: Sequence[Sequence[Samples]], current: Sequence[Samples],

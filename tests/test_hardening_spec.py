@@ -53,12 +53,18 @@ def test_perf():
     assert "INTERNALERROR" not in out and "Traceback" not in out
 
 
-@pytest.mark.parametrize("scenario", ["sweep", "capacity"])
-def test_gate_is_refused_where_runs_of_different_loads_would_be_pooled(scenario):
+def test_gate_is_refused_where_runs_of_different_loads_would_be_pooled():
     from pytest_goodput.schema.scenario.spec import SpecError, build_spec
 
-    args = {"scenario": scenario, "gate": ["metrics.ttft_ms.p99"], "ttft_ms": 100.0}
-    if scenario == "sweep":
-        args["sweep"] = [1, 4]
+    args = {"scenario": "capacity", "gate": ["metrics.ttft_ms.p99"], "ttft_ms": 100.0}
     with pytest.raises(SpecError, match="gate= does not apply to scenario"):
         build_spec(args)
+
+
+def test_a_sweeps_gate_is_judged_per_point_never_on_its_runs_pooled():
+    from pytest_goodput.judge.judge import metric_defs
+    from pytest_goodput.schema.registry import sweep_point_gate
+    from pytest_goodput.schema.scenario.spec import build_spec
+
+    spec = build_spec({"scenario": "sweep", "sweep": [1, 4], "gate": ["metrics.ttft_ms.p99"]})
+    assert metric_defs(spec) == [] and sweep_point_gate(spec) == ("metrics.ttft_ms.p99",)

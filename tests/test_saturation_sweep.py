@@ -7,7 +7,7 @@ from typing import Optional
 import pytest
 
 from pytest_goodput.judge.evidence import from_measurement, from_measurements
-from pytest_goodput.judge.judge import Policy, judge
+from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.measure.headline import measurement_metrics
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.run import runner
@@ -83,19 +83,23 @@ def test_no_point_past_saturation_measures_the_whole_sweep(monkeypatch: pytest.M
 
 
 def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.MonkeyPatch) -> None:
-    base = [run_sweep(monkeypatch, KNEE_AT_32)[0] for _ in range(2)]
+    base = [run_sweep(monkeypatch, KNEE_AT_32)[0] for _ in range(3)]
     cur = run_sweep(monkeypatch, KNEE_AT_4)[0]
     outcome = judge("t.py::test_sweep", from_measurement(cur), from_measurements(base), Policy())
     rows = {c.metric: c for c in outcome.comparisons}
     sat = rows["sweep.saturation_load"]
     assert sat.verdict == "regressed" and (sat.baseline, sat.current) == (32.0, 4.0)
     assert outcome.frontier is not None and outcome.frontier.saturation is not None and outcome.frontier.saturation.began_at == 4
-    # The skipped points are not compared at equal load; the two measured ones are.
-    assert [p.load for p in outcome.frontier.comparison.by_load] == [1.0, 4.0]
-    # One step lower may be noise; against itself: pass.
+    # The skipped points, which every baseline session measured, were not reached: regressed.
+    by_load = {p.load: p for p in outcome.frontier.comparison.by_load}
+    assert list(by_load) == [1.0, 4.0, 16.0, 32.0]
+    assert [by_load[x].verdict for x in (16.0, 32.0)] == ["regressed", "regressed"]
+    assert "not reached" in by_load[16.0].throughput.note
+    # One step lower on a grid of doublings (or more), three sessions agreeing: regressed too.
     one = judge("t.py::test_sweep", from_measurement(run_sweep(monkeypatch, KNEE_AT_16)[0]),
                 from_measurements(base), Policy())
-    assert {c.metric: c for c in one.comparisons}["sweep.saturation_load"].verdict == "inconclusive"
+    assert {c.metric: c for c in one.comparisons}["sweep.saturation_load"].verdict == "regressed"
+    assert fails(one, Policy())
     same = judge("t.py::test_sweep", from_measurement(base[0]), from_measurements(base), Policy())
     assert {c.metric: c for c in same.comparisons}["sweep.saturation_load"].verdict == "pass"
 

@@ -17,9 +17,22 @@ def test_two_steps_lower_than_agreeing_sessions_regressed() -> None:
     assert "saturation began at rate 2" in c.note and "agree" in c.note and "-2 sweep step" in c.note
 
 
-def test_one_step_lower_than_agreeing_sessions_is_inconclusive() -> None:
+def test_one_step_lower_on_a_doubling_grid_is_regressed_on_a_finer_one_inconclusive() -> None:
+    # Three agreeing sessions or more on a grid that doubles: one step is a halved capacity.
     c = saturation_comparison(LOADS, "rate", [3.0, 3.0, 3.0], 2.0)
-    assert c is not None and c.verdict == "inconclusive" and "may be noise" in c.note
+    assert c is not None and c.verdict == "regressed" and "may be noise" not in c.note
+    # The knee from 16 to 8 req/s, five sessions agreeing that 16 was fine: capacity halved.
+    knee = saturation_comparison((2.0, 4.0, 8.0, 16.0), "rate", [4.0] * 5, 3.0)
+    assert knee is not None and knee.verdict == "regressed"
+    fine = (2.0, 3.0, 4.0, 5.0)
+    c = saturation_comparison(fine, "rate", [3.0, 3.0, 3.0], 2.0)
+    assert c is not None and c.verdict == "inconclusive" and "fewer than 2 steps apart may be noise" in c.note
+    assert saturation_comparison(fine, "rate", [3.0, 3.0, 3.0], 1.0).verdict == "regressed"
+    # Two agreeing sessions, or sessions that disagree, stay inconclusive, on any grid.
+    two = saturation_comparison(LOADS, "rate", [3.0, 3.0], 2.0)
+    assert two is not None and two.verdict == "inconclusive"
+    split = saturation_comparison(LOADS, "rate", [3.0, 2.0], 1.0)
+    assert split is not None and split.verdict == "inconclusive"
 
 
 def test_one_session_or_disagreeing_sessions_are_inconclusive() -> None:
@@ -38,7 +51,9 @@ def test_same_step_passes_later_improves_and_never_saturating_counts_as_beyond_t
     later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 4.0)  # 4 = len: none
     assert later is not None and later.verdict == "improved" and later.current is None
     assert "no measured point" in later.note
-    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 3.0)
+    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0, 2.0], 3.0)
+    assert one_later is not None and one_later.verdict == "improved"  # a doubling grid
+    one_later = saturation_comparison(LOADS, "concurrency", [2.0, 2.0], 3.0)  # two sessions
     assert one_later is not None and one_later.verdict == "pass"
     # The baseline never saturated; the current sweep did at its first point.
     worse = saturation_comparison(LOADS, "concurrency", [4.0, 4.0, 4.0], 0.0)
@@ -62,6 +77,10 @@ def test_example_of_docs_frontiers_md() -> None:
     assert one is not None and one.verdict == "inconclusive"
     assert one.note == ("saturation began at rate 4 (baseline sessions: rate 8, rate 8; baseline "
                         "sessions agree; fewer than 2 steps apart may be noise); -1 sweep step(s)")
+    three = saturation_comparison(LOADS, "rate", [3.0, 3.0, 3.0], 2.0)
+    assert three is not None and three.verdict == "regressed"
+    assert three.note == ("saturation began at rate 4 (baseline sessions: rate 8, rate 8, rate 8; "
+                          "baseline sessions agree); -1 sweep step(s)")
 
 
 SAT = {"load_kind": "rate", "measured": [1.0, 2.0, 4.0], "began_at": 4.0, "step": 2,

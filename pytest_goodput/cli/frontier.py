@@ -36,6 +36,7 @@ from pytest_goodput.measure.frontier import (
     point_from_result,
 )
 from pytest_goodput.report import plot
+from pytest_goodput.schema import registry
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import VERDICT_SYMBOL, MetricComparison, TestOutcome
@@ -236,9 +237,11 @@ def render_by_load(by_load: list[LoadComparison], sweep_over: str, sessions: int
     for p in by_load:
         thr = p.throughput
         rows.append([_load_label(p.load, sweep_over), _num(thr.baseline), _num(thr.current),
-                     _change(thr), _change(p.tpot), f"{VERDICT_SYMBOL.get(p.verdict, '')} {p.verdict}"])
+                     _change(thr), _change(p.tpot),
+                     "; ".join(f"{registry.metric(c.metric).label} {_change(c)}" for c in p.latency) or "-",
+                     f"{VERDICT_SYMBOL.get(p.verdict, '')} {p.verdict}"])
     head = ["load", "baseline tok/s", "current tok/s", "throughput change",
-            f"TPOT P{percentile:g} change", "verdict"]
+            f"TPOT P{percentile:g} change", "latency change", "verdict"]
     return "\n".join([f"at equal load, against {sessions} baseline session(s) (the verdict):",
                       tabulate(rows, head, disable_numparse=True)])
 

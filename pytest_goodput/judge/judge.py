@@ -26,7 +26,7 @@ from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.outcomes.shapes import SweepOutcome
-from pytest_goodput.schema.registry import DEGRADATION, default_gate, tolerance_for
+from pytest_goodput.schema.registry import DEGRADATION, run_gate, sweep_point_gate, tolerance_for
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
@@ -56,7 +56,7 @@ def metric_defs(spec: ScenarioSpec, default_tolerance: Optional[float] = None) -
     (see ``registry.tolerance_for``); degradation within the run is judged on its own
     (:func:`degradation_comparisons`)."""
     return [MetricDef.of(path, tolerance_for(spec, path, default_tolerance))
-            for path in spec.gate or default_gate(spec) if path not in DEGRADATION]
+            for path in run_gate(spec) if path not in DEGRADATION]
 
 
 def degradation_comparisons(spec: ScenarioSpec, current: Side, baseline: Side,
@@ -64,7 +64,7 @@ def degradation_comparisons(spec: ScenarioSpec, current: Side, baseline: Side,
     """The gated degradation metrics (time slices), against the baseline sessions' own."""
     rows = (degradation_comparison(path, baseline.degradation, current.degradation,
                                    tolerance_for(spec, path, policy.tolerance), policy.confidence)
-            for path in spec.gate or default_gate(spec) if path in DEGRADATION)
+            for path in run_gate(spec) if path in DEGRADATION)
     return [r for r in rows if r is not None]
 
 
@@ -82,8 +82,11 @@ def _shape_comparisons(spec: ScenarioSpec, current: Side, baseline: Side,
         b, c = baseline.frontier, current.frontier
         noise = sweep_noise(spec.sweep, spec.sweep_over, baseline.latest, current.latest, spec.gpus)
         step = compare_frontiers(b, c, tol, noise, x_tolerance=spec.interactivity_tolerance)
+        latency = [MetricDef.of(p, tolerance_for(spec, p, policy.tolerance))
+                   for p in sweep_point_gate(spec)]
         by_load = compare_by_load(spec.sweep, baseline.history, current.latest, tol,
-                                  spec.frontier_percentile)
+                                  spec.frontier_percentile, latency=latency,
+                                  confidence=policy.confidence)
         comparison = {**step.model_dump(mode="json"), "by_load": by_load}
         extra.append(frontier_metric(by_load, step, tol))
         began = saturation_comparison(spec.sweep, spec.sweep_over, baseline.saturation_steps,

@@ -315,6 +315,25 @@ def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
     return _scenario_gate(spec) + later + within
 
 
+#: What a sweep judges at every point when gate= names nothing, besides its frontier's axes
+#: (throughput and TPOT at ``frontier_percentile``): the medians its users feel. A sweep
+#: point is a short run, whose P99 is its slowest request or two: tails only by gate=.
+SWEEP_POINT_GATE: tuple[str, ...] = ("metrics.ttft_ms.p50", "metrics.tpot_ms.p50")
+
+
+def run_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+    """The metrics judged on a test's runs as a whole; a sweep's ``gate=`` names what each of
+    its points is judged on instead (:func:`sweep_point_gate`)."""
+    if spec.scenario == "sweep":
+        return ()
+    return tuple(spec.gate or default_gate(spec))
+
+
+def sweep_point_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+    """The metrics every sweep point is compared on at equal load (``gate=`` or the default)."""
+    return tuple(spec.gate) if spec.gate else SWEEP_POINT_GATE
+
+
 def _scenario_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
     if spec.scenario == "offline":
         return ("throughput.output_tokens_per_s",)

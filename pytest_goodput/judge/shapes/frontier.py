@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Optional
+from typing import Callable, Optional
 
 from pytest_goodput.measure.frontier import best_at_or_above, pareto_frontier
 from pytest_goodput.schema.outcomes.frontier import (
@@ -18,7 +18,7 @@ from pytest_goodput.schema.outcomes.frontier import (
     NoiseFn,
     Side,
 )
-from pytest_goodput.judge.scalar.verdicts import MetricDef, compare_metric
+from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare_metric, metric_value
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, Verdict
 from pytest_goodput.schema.runs.results import Samples
@@ -159,6 +159,28 @@ def frontier_tpot(percentile: float) -> Optional[str]:
     return path if stat is not None and registry.is_gateable(path) else None
 
 
+def family_confidence(confidence: float, comparisons: int) -> float:
+    """Bonferroni: each of a sweep's ``comparisons`` at (1 − α/m), so the sweep as a whole
+    keeps the one-metric false-alarm rate α however many points and metrics it judges."""
+    return 1.0 - (1.0 - confidence) / max(1, comparisons)
+
+
+def family_verdict(at: Callable[[float], MetricComparison], confidence: float, family: float,
+                   comparisons: int) -> MetricComparison:
+    """One comparison of a sweep: judged and powered at the metric's ``confidence``, but
+    *regressed* only when it still is at the sweep's ``family`` confidence (Bonferroni on the
+    decisions: the false alarms of all its points and metrics together stay at α; its power
+    and interval are the one metric's, as for any test)."""
+    c = at(confidence)
+    if c.verdict != "regressed" or family <= confidence:
+        return c
+    if at(family).verdict == "regressed":
+        return c
+    return c.model_copy(update={"verdict": "inconclusive", "note": (
+        f"{c.note}; regressed alone, not across the sweep's {comparisons} comparisons "
+        f"(Bonferroni: confidence {family:.4g})").lstrip("; ")})
+
+
 def compare_by_load(
     loads: Sequence[float],
     baseline_sessions: Sequence[Sequence[Samples]],
@@ -166,39 +188,75 @@ def compare_by_load(
     tolerance: float,
     percentile: float = 50.0,
     seed: int = 0,
+    latency: Sequence[MetricDef] = (),
+    confidence: float = CONFIDENCE,
 ) -> list[dict]:
     """Each sweep point against the same load in every baseline session, by the scalar rule.
 
-    A point is worse when its output throughput fell or its TPOT (at the frontier's
-    percentile, so interactivity) rose beyond the tolerance, beyond noise: the same
-    prediction interval as every scalar metric, from the baseline's sessions. Unlike the
-    step lookup, nothing jumps when a point's interactivity moves a little.
+    A point is worse when its output throughput fell, its TPOT (at the frontier's percentile,
+    so interactivity) rose beyond the tolerance, or one of its ``latency`` metrics (the
+    sweep's per-point gate: TTFT and TPOT percentiles) rose beyond its own, beyond noise: the
+    same prediction interval as every scalar metric, from the baseline's sessions. The
+    frontier's two axes keep the one-metric budget they always had; the latency comparisons
+    of all points share one more (:func:`family_confidence`), so they add at most α. A
+    point every baseline session measured and the current sweep did not reach is regressed.
     """
     tpot_path = frontier_tpot(percentile)
+    extra = [d for d in latency if d.path not in (FRONTIER_THROUGHPUT, tpot_path)]
+    measured = sum(1 for i in range(min(len(loads), len(current)))
+                   if any(len(s) > i for s in baseline_sessions))
+    family = measured * len(extra)
+    conf = family_confidence(confidence, family)
     out = []
     for i, load in enumerate(loads):
         base = [[s[i]] for s in baseline_sessions if len(s) > i]
-        if not base or i >= len(current):
+        if not base:
             continue
-        thr = compare_metric(MetricDef.of(FRONTIER_THROUGHPUT, tolerance), base,
-                             [current[i]], seed=seed + i, paired=True)
-        tpot = None
-        if tpot_path is not None:
-            tpot = compare_metric(MetricDef.of(tpot_path, tolerance), base,
-                                  [current[i]], seed=seed + 1000 + i, paired=True)
-        out.append(load_point(load, thr, tpot))
+        if i >= len(current):
+            out.append(unreached_point(load, base, len(baseline_sessions), tolerance))
+            continue
+
+        def judged(defn: MetricDef, offset: int, family_conf: float) -> MetricComparison:
+            return family_verdict(
+                lambda c: compare_metric(defn, base, [current[i]], seed=seed + offset + i,
+                                         paired=True, confidence=c),
+                confidence, family_conf, family)
+
+        thr = judged(MetricDef.of(FRONTIER_THROUGHPUT, tolerance), 0, confidence)
+        tpot = (judged(MetricDef.of(tpot_path, tolerance), 1000, confidence)
+                if tpot_path is not None else None)
+        lat = [judged(d, 2000 + 1000 * k, conf) for k, d in enumerate(extra)]
+        out.append(load_point(load, thr, tpot, lat))
     return out
 
 
-def load_point(load: float, thr: MetricComparison, tpot: Optional[MetricComparison]) -> dict:
-    """One sweep point's equal-load comparison: its worse metric decides its verdict."""
-    worst = _worst(thr, tpot)
-    verdict = worst.verdict
-    if verdict == "improved" and tpot is not None and "improved" not in (thr.verdict, tpot.verdict):
-        verdict = "pass"
-    return {"load": float(load), "verdict": verdict, "throughput": thr.model_dump(mode="json"),
-            "tpot": tpot.model_dump(mode="json") if tpot is not None else None,
-            "worst": worst.model_dump(mode="json")}
+def unreached_point(load: float, base: Sequence[Sequence[Samples]], sessions: int,
+                    tolerance: float) -> dict:
+    """A point the baseline measured and the current sweep never reached (it stopped past
+    saturation or failed first): *regressed* when every baseline session measured it, else
+    *inconclusive* (the baseline's own sweeps stopped short of it too)."""
+    values = [v for s in base if (v := metric_value(s[0], FRONTIER_THROUGHPUT)) is not None]
+    verdict: Verdict = "regressed" if len(base) == sessions else "inconclusive"
+    thr = MetricComparison(
+        metric=FRONTIER_THROUGHPUT, direction="higher", tolerance=tolerance, verdict=verdict,
+        baseline=sum(values) / len(values) if values else None, method="point not reached",
+        note=f"not reached: the current sweep stopped before this load (past saturation or "
+             f"failed); {len(base)} of {sessions} baseline session(s) measured it")
+    return load_point(load, thr, None)
+
+
+def load_point(load: float, thr: MetricComparison, tpot: Optional[MetricComparison],
+               latency: Sequence[MetricComparison] = ()) -> dict:
+    """One sweep point's equal-load comparison: its worst metric decides its verdict."""
+    worst = thr
+    for c in (tpot, *latency):
+        worst = _worst(worst, c)
+    point = {"load": float(load), "verdict": worst.verdict, "throughput": thr.model_dump(mode="json"),
+             "tpot": tpot.model_dump(mode="json") if tpot is not None else None,
+             "worst": worst.model_dump(mode="json")}
+    if latency:
+        point["latency"] = [c.model_dump(mode="json") for c in latency]
+    return point
 
 
 def frontier_metric(by_load: list[dict], step: Optional[FrontierComparison], tolerance: float
@@ -210,12 +268,13 @@ def frontier_metric(by_load: list[dict], step: Optional[FrontierComparison], tol
     rank = lambda p: (_SEVERITY.get(p["verdict"], 0), -p["load"])  # noqa: E731
     worst = max(by_load, key=rank)
     w = MetricComparison.model_validate(worst["worst"])
+    what = "throughput" if w.metric == FRONTIER_THROUGHPUT else registry.metric(w.metric).label
     counts = {v: sum(1 for p in by_load if p["verdict"] == v)
               for v in ("regressed", "inconclusive", "underpowered", "improved")}
     summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "all points pass"
-    what = "throughput" if w.metric.startswith("throughput") else "TPOT"
-    note = (f"worst at load {worst['load']:g} ({what} {w.change:+.1%}) of {len(by_load)} points "
-            f"compared at equal load; {summary}" if w.change is not None else summary)
+    change = f" {w.change:+.1%}" if w.change is not None else ""
+    note = (f"worst at load {worst['load']:g} ({what}{change}) of {len(by_load)} points "
+            f"compared at equal load; {summary}")
     if step is not None and step.worst is not None:
         note += f"; step lookup: worst throughput ratio {step.worst.ratio:.3g}"
     if w.note:

@@ -36,15 +36,17 @@ class Sparse(BaseModel):
         return {k: v for k, v in data.items() if k in self.model_fields_set}
 
 
-class LoadComparison(BaseModel):
-    """One sweep point at equal load: throughput and TPOT against the baseline's, the worse decides."""
-
-    model_config = ConfigDict(extra="forbid")
+class LoadComparison(Sparse):
+    """One sweep point at equal load: throughput, the frontier's TPOT and the gated latencies
+    (TTFT and TPOT percentiles) against the baseline's same load; the worst decides."""
 
     load: float
     verdict: Verdict
     throughput: MetricComparison
     tpot: Optional[MetricComparison] = None
+    latency: list[MetricComparison] = Field(default_factory=list, description=(
+        "the sweep's per-point gate (gate=, else TTFT P50 and TPOT P50) at this load, "
+        "besides the frontier's TPOT"))
     worst: MetricComparison
 
 

@@ -62,8 +62,7 @@ APPLIES: dict[str, Applies] = {
     "head_launches": Applies(_all_but("sweep", "capacity"), "", {
         "sweep": "a sweep's points are judged on its frontier, one launch",
         "capacity": "a capacity search is judged on its capacity, one launch"}),
-    "gate": Applies(_all_but("sweep", "capacity"), "", {
-        "sweep": "a sweep is judged on its frontier (set its tolerances with tolerances=)",
+    "gate": Applies((*_all_but("capacity"), RATE_SWEEP), "", {
         "capacity": "a capacity search is judged on its capacity (set its tolerance with tolerances=)"}),
     "turns": Applies(("server", "interactive", "concurrency"), "conversations run in an open loop "
                      "(server, interactive) or a closed one (concurrency)"),

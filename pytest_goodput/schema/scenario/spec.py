@@ -172,7 +172,9 @@ class ScenarioSpec(BaseModel):
     tolerances: dict[str, float] = Field(default_factory=dict, description="tolerated relative change "
                                          "per metric path, e.g. {'metrics.ttft_ms.p99': 0.15}")
     gate: Optional[tuple[str, ...]] = Field(None, description="metric paths to gate instead of the "
-                                            "scenario's defaults, e.g. ['metrics.ttft_ms.p99']")
+                                            "scenario's defaults, e.g. ['metrics.ttft_ms.p99']; a "
+                                            "sweep's: what each point is compared on at equal load "
+                                            "besides its frontier (default TTFT P50, TPOT P50)")
 
     @model_validator(mode="before")
     @classmethod

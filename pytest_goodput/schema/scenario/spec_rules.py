@@ -149,6 +149,11 @@ def check_consistency(spec: "ScenarioSpec") -> None:
         if not is_tolerable(key):
             raise ValueError(f"unknown metric {key!r} in gate=/tolerances=; allowed: {GATEABLE_HELP}"
                              f" (and, in tolerances, {', '.join(TOLERABLE_EXTRA)})")
+    per_run = [k for k in spec.gate or () if k in DEGRADATION or k == "error_rate"]
+    if s == "sweep" and per_run:
+        raise ValueError(f"gate= names {', '.join(per_run)}: a sweep's gate= names what each point "
+                         "is compared on at equal load (TTFT, TPOT, ITL or E2E percentiles, "
+                         "throughput, goodput)")
     within = [k for k in spec.gate or () if k in DEGRADATION]
     if within and spec.slice_s is None:
         raise ValueError(f"gate= names {', '.join(within)}: degradation within the run is measured on "
@@ -172,10 +177,9 @@ def check_arguments_apply(spec: "ScenarioSpec") -> None:
         raise ValueError("rate= does not apply to a concurrency sweep; use sweep_over='rate'")
     if spec.sweep is not None and s != "sweep":
         raise ValueError(f"sweep= applies only to scenario 'sweep', not {s!r}")
-    if spec.gate and s in ("sweep", "capacity"):
-        raise ValueError(f"gate= does not apply to scenario {s!r}: it is judged as a "
-                         f"{'frontier' if s == 'sweep' else 'capacity'} (set its tolerance "
-                         "with tolerances=)")
+    if spec.gate and s == "capacity":
+        raise ValueError("gate= does not apply to scenario 'capacity': it is judged as a "
+                         "capacity (set its tolerance with tolerances=)")
     if spec.burstiness != 1.0 and spec.arrival != "gamma":
         raise ValueError(f"burstiness= applies only to arrival='gamma', not {spec.arrival!r}")
     if s == "offline" and spec.warmup_s > 0:
