@@ -266,6 +266,19 @@ class _Generation:
         return out
 
 
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """A fake server's read of one request with a Content-Length body: its method (b"": the
+    connection ended)."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return b""
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length"))
+    await reader.readexactly(length)
+    return head.split(b" ", 1)[0]
+
+
 def _event(payload: str, opts: dict) -> bytes:
     nl = _NL[opts["newline"]]
     text = (f":ping{nl}" if opts["comments"] else "") + f"data: {payload}{nl}{nl}"

@@ -13,6 +13,8 @@ import asyncio
 import json
 from time import perf_counter
 
+from refserver import read_request
+
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.measure.records.exchange import RequestPlan
@@ -28,25 +30,13 @@ RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nKeep-Alive: 
             b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
-    """The request's method (b"": the connection ended)."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return b""
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length"))
-    await reader.readexactly(length)
-    return head.split(b" ", 1)[0]
-
-
 def _drive(close_after_response: bool, users: int, per_user: int) -> tuple[list, dict]:
     """``users`` closed-loop users send ``per_user`` requests each; returns records and counts."""
     counts = {"connections": 0, "requests": 0, "probes": 0}
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         counts["connections"] += 1
-        while method := await _read_request(reader):
+        while method := await read_request(reader):
             counts["requests" if method == b"POST" else "probes"] += 1
             writer.write(RESPONSE)
             await writer.drain()

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from refserver import serve_in_thread  # noqa: E402
+from refserver import read_request, serve_in_thread  # noqa: E402
 
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
 from pytest_goodput.load.client.connection import ERROR_BODY_LIMIT  # noqa: E402
@@ -42,18 +42,6 @@ def plan(i: int = 0, prompt: str = "p", n: int = 2) -> RequestPlan:
     return RequestPlan(i, prompt, 1, n, perf_counter())
 
 
-async def _read_request(reader: asyncio.StreamReader) -> bytes:
-    """The request's method (b"": the connection ended)."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return b""
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length"))
-    await reader.readexactly(length)
-    return head.split(b" ", 1)[0]
-
-
 def _serve(respond: Callable[[asyncio.StreamWriter], bool], client: Callable[[str], Any],
            ssl_context: Optional[ssl.SSLContext] = None) -> tuple[Any, dict]:
     """Run ``client(url)`` against a server answering every request with ``respond(writer)``
@@ -65,7 +53,7 @@ def _serve(respond: Callable[[asyncio.StreamWriter], bool], client: Callable[[st
         counts["open"] += 1
         counts["most_open"] = max(counts["most_open"], counts["open"])
         try:
-            while method := await _read_request(reader):
+            while method := await read_request(reader):
                 counts["requests"] += method == b"POST"  # a GET: the keep-alive probe
                 keep = respond(writer)
                 await writer.drain()
