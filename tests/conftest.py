@@ -10,7 +10,8 @@ by hand:
   cores without moving each other's verdicts: ``pytest tests -m "integration and not solo" -n 3
   --dist loadfile`` (a module's tests, and its module-scoped engines, on one worker).
 - ``solo``: the integration tests that run alone, after the others: those whose engine
-  computes on the CPU (llama.cpp, where a neighbour's load is the engine's slowdown), those
+  computes on the CPU (llama.cpp, where a neighbour's load is the engine's slowdown), the
+  emulated GitHub workflow (its unchanged pull requests must pass against its push), those
   that start a Ray runtime (its processes take both cores for seconds: the load workers lag
   beside neighbours) and those whose subject is the client's real self-check (marked
   ``real_selfcheck``), which a neighbour's load would turn invalid: ``pytest tests -m solo``.
@@ -73,7 +74,10 @@ SPAWNING_NAMES = frozenset({
 
 #: Names whose use starts the tests' llama.cpp engine (tests/tiny_llamacpp.py) or a Ray runtime,
 #: the module a serve command names to start llama.cpp, and the backend that puts the load on Ray.
-SOLO_NAMES = frozenset({"two_slot_engine", "write_tiny_llama", "ray"})
+#: ``World``: the hosted GitHub workflow emulated end to end (tests/test_workflow.py), whose
+#: pull requests must read A/A-pass against a push recorded minutes before: beside three
+#: neighbours the simulator's millisecond steps lag by more than a sweep point's noise.
+SOLO_NAMES = frozenset({"two_slot_engine", "write_tiny_llama", "ray", "World"})
 LLAMACPP_MODULE = "pytest_goodput.engines.llamacpp_server"
 RAY_BACKEND = "ray"
 

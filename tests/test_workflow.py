@@ -138,6 +138,12 @@ def outcomes(run: RunResult) -> dict[str, outcome_schema.TestOutcome]:
             for t in doc["tests"]}
 
 
+def verdicts_of(outcome: outcome_schema.TestOutcome) -> str:
+    """A failing outcome's comparisons, one line each (what a reader needs to see why)."""
+    return "\n".join([outcome.status, *(json.dumps(c.model_dump(mode="json"), default=str)[:1500]
+                                          for c in outcome.comparisons)])
+
+
 def bot_comments(gh: Actions, issue: int) -> list[dict]:
     return [c for c in gh.api()["comments"] if c["issue_number"] == issue and c["user"]["login"] == BOT]
 
@@ -319,7 +325,7 @@ def test_fork_pull_request_after_cache_eviction(world):
     assert got["test_new_endpoint"].status == "slo-failed"
     for name in ("test_concurrency_per_user", "test_frontier"):
         assert got[name].baseline_status != "new"
-        assert got[name].status not in FAILING, got[name]
+        assert got[name].status not in FAILING, verdicts_of(got[name])
     line = def_lines(SUITE + NEW_FAILING_TEST)["test_new_endpoint"]
     [one] = annotations(gate.log)
     assert one.startswith(f"::error file=perf/perf_serving.py,line={line},")
