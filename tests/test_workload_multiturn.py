@@ -141,7 +141,6 @@ def test_think_times_are_seeded_exponential_draws():
     (dict(turns=3, api="chat", scenario="concurrency", concurrency=2, requests=4),
      "requests=4 must be a multiple of turns=3"),
     (dict(turns=2, api="chat", scenario="concurrency", concurrency=2, duration_s=5.0), "not duration_s="),
-    (dict(turns=2, api="chat", scenario="concurrency", concurrency=2, requests=4, workers=2), "workers=1"),
     (dict(scenario="offline", think_time_s=1.0), "think_time_s= applies only to conversations"),
     (dict(scenario="offline", prefix_groups=4), "need prefix_len="),
 ])

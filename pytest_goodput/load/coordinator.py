@@ -113,6 +113,9 @@ class _Phases:
         for k in range(self.pool.n):
             share, stats = done[k]
             self.stats[k].add(stats)
+            if self.pool.n > 1:  # each record names its sender (a conversation stays on one)
+                for ex in share["sample"] if sketched else share:
+                    ex.plan.worker = k
             if sketched:
                 self.part = share["part"] if self.part is None else self.part.merge(share["part"])
                 self.exchanges += share["sample"]

@@ -25,6 +25,8 @@ class RequestPlan:
     messages: list[dict[str, str]] | None = None
     conversation: int | None = None
     turn: int | None = None
+    # the client process that sent it, set by the coordinator when a run has several (workers=N)
+    worker: int | None = None
     # chat: image_url parts sent after the text (docs/workloads.md, "Images")
     images: tuple[ImagePart, ...] = ()
     # the JSON request body when built ahead of the send (load/sending/bodies.py); the client drops

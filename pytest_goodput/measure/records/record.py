@@ -175,6 +175,7 @@ def to_record(
         retries=ex.retries,
         conversation=plan.conversation,
         turn=plan.turn,
+        worker=plan.worker,
     )
     status = ex.status
     if status is not None and status >= 400 and ex.error_kind is None:

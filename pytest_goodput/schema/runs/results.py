@@ -84,6 +84,8 @@ class RequestRecord(_Model):
     # --- conversations and prefix caching (docs/metrics.md, "Conversations") --------------
     conversation: Optional[int] = Field(None, description="conversation number (multi-turn runs)")
     turn: Optional[int] = Field(None, description="turn within the conversation, from 1")
+    worker: Optional[int] = Field(
+        None, description="client process (from 0) that sent it when the run had several (workers=N)")
     cached_tokens: Optional[int] = Field(
         None, description="prompt tokens the engine served from its prefix cache "
         "(usage.prompt_tokens_details.cached_tokens); None when it does not say"

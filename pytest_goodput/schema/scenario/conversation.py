@@ -32,8 +32,6 @@ def conversation_problem(spec: "ScenarioSpec") -> Optional[str]:
             value = getattr(spec, name) or 0
             if value % t:
                 return f"{name}={value} must be a multiple of turns={t} (whole conversations)"
-        if spec.workers > 1:
-            return f"turns={t} runs in one client process (workers=1)"
         if spec.images_per_request not in (0, (0,)):
             return f"turns={t} sends text turns: images_per_request= applies to single requests (turns=1)"
     elif spec.think_time_s > 0:
