@@ -28,6 +28,7 @@ from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.environment import REMEASURED
+from pytest_goodput.schema.precedence import pick
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
@@ -68,17 +69,14 @@ class GoodputHarness:
         if quoted := quoted_numbers(overrides, ScenarioSpec):  # as the marker's are refused
             raise SpecError("\n".join([f"{self._nodeid}: invalid goodput arguments: "
                                        + ", ".join(name for name, _ in quoted), *(f"  {why}" for _, why in quoted)]))
-        args = {**self._marker_args, **overrides}
-        workers = self._session.settings.workers
-        if workers is not None and "workers" not in args:  # marker > command line
-            args["workers"] = workers
-        capture = self._session.settings.capture
-        if capture is not None and "capture" not in args:  # marker > command line
-            args["capture"] = capture
-        if self._session.settings.ray is not None and "backend" not in args:
-            args["backend"] = "ray"
+        args, settings = {**self._marker_args, **overrides}, self._session.settings
+        for knob in ("workers", "capture"):  # marker > command line > ini > environment
+            if (value := settings.for_test(knob, args.get(knob))) is not None:
+                args[knob] = value
+        if settings.ray is not None:  # a Ray address in the session means the Ray backend
+            args["backend"] = pick(("marker", args.get("backend")), (settings.sources.get("ray", "session"), "ray"))[1]
         spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
-        return spec.scaled(self._session.settings.scale)
+        return spec.scaled(settings.scale)
 
     def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Measurement:
         eng = engine or self._engine_getter()

@@ -119,10 +119,8 @@ class GoodputSession:
         s = self.settings
         session = {"base_serve": s.base_serve, "base_url": s.base_url, "base_sim": s.base_sim}
         base = ({k: getattr(marker, k) for k in session} if marker.has_base else session)
-        return ABOptions(**base,
-                         ab_min_rounds=marker.ab_min_rounds if marker.ab_min_rounds is not None else s.ab_min_rounds,
-                         ab_max_rounds=marker.ab_max_rounds if marker.ab_max_rounds is not None else s.ab_max_rounds,
-                         ab_relaunch=marker.ab_relaunch if marker.ab_relaunch is not None else s.ab_relaunch)
+        knobs = ("ab_min_rounds", "ab_max_rounds", "ab_relaunch")
+        return ABOptions(**base, **{k: s.for_test(k, getattr(marker, k)) for k in knobs})
 
     def ab_options_of(self, marker: Optional[ABOptions]) -> ABOptions:
         """``ab_options`` of a marker that may name no A/B options at all."""
@@ -219,7 +217,7 @@ class GoodputSession:
         s = self.settings
         if s.update or not s.compare or s.ab or spec.scenario in ("sweep", "capacity"):
             return 1
-        return spec.head_launches or s.head_launches
+        return s.for_test("head_launches", spec.head_launches)
 
     def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Measurement],
                      engine: Engine) -> bool:

@@ -1,8 +1,8 @@
 """Plugin settings: one table drives the CLI options, the ini keys and the environment.
 
-Precedence is marker > command line > ini file > environment > default, but for the hardware
-label an ini and an environment that disagree are an error (a CI matrix labels its runners in
-the environment; an ini label must not silently win). Every resolved value remembers where it
+Precedence is marker > command line > ini file > environment > default (``precedence.pick``),
+but for the hardware label an ini and an environment that disagree are an error (a CI matrix
+labels its runners in the environment; an ini label must not silently win). Every resolved value remembers where it
 came from, so a bad value is reported with its source (as pytest-timeout does).
 
 Plain Python on purpose (no pydantic): pytest imports the plugin's entry point, and with it
@@ -15,6 +15,8 @@ import operator
 import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional
+
+from pytest_goodput.schema.precedence import pick
 
 
 def _bool(v: Any) -> bool:
@@ -215,6 +217,10 @@ class Settings:
     capture: Optional[str] = None
     sources: dict[str, str] = field(default_factory=dict)
 
+    def for_test(self, name: str, marker: Any) -> Any:
+        """Knob ``name`` for one test: the marker's, else the session's (as :func:`resolve` picked it)."""
+        return pick(("marker", marker), (self.sources.get(name, "default"), getattr(self, name)))[1]
+
     @property
     def engine_named(self) -> bool:
         """Whether the session's engine is named (a URL, a command, or the simulator by name)."""
@@ -360,22 +366,16 @@ def resolve(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for opt in OPTIONS:
-        for where, raw in (
-            (opt.flag, cli.get(opt.name)),
-            (f"ini {opt.ini}", ini.get(opt.name)),
-            (f"environment {opt.env_var}", env.get(opt.env_var)),
-        ):
-            # A store_true flag is False when absent; an ini "false" is an explicit choice.
-            if raw is None or raw == "" or (raw is False and where == opt.flag):
-                continue
-            try:
-                values[opt.field] = _CONVERT[opt.kind](raw)
-            except (TypeError, ValueError):
-                raise SettingsError(
-                    f"{where}: {raw!r} is not a valid {opt.kind} for {opt.name}"
-                ) from None
-            sources[opt.field] = where
-            break
+        flag = cli.get(opt.name)  # a store_true flag is False when absent; an ini "false" is a choice
+        where, raw = pick((opt.flag, None if flag is False else flag), (f"ini {opt.ini}", ini.get(opt.name)),
+                          (f"environment {opt.env_var}", env.get(opt.env_var)))
+        if where is None:
+            continue
+        try:
+            values[opt.field] = _CONVERT[opt.kind](raw)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{where}: {raw!r} is not a valid {opt.kind} for {opt.name}") from None
+        sources[opt.field] = where
     labels = (ini.get("hardware"), env.get(BY_NAME["hardware"].env_var))
     if not cli.get("hardware") and all(labels) and labels[0].strip() != labels[1].strip():
         raise SettingsError(f"ini goodput_hardware = {labels[0]!r} and environment GOODPUT_HARDWARE = "

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Optional
 
+from pytest_goodput.schema.precedence import pick
+
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
@@ -359,8 +361,6 @@ def tolerance_for(spec: "ScenarioSpec", path: str, default_tolerance: Optional[f
 
     The blanket tolerances are relative; an absolute-scale metric keeps its own unless named.
     """
-    blanket = () if path in ABSOLUTE_TOLERANCE else (spec.tolerance, default_tolerance)
-    for tol in (spec.tolerances.get(path), *blanket):
-        if tol is not None:
-            return tol
-    return metric(path).tolerance
+    blanket = () if path in ABSOLUTE_TOLERANCE else (("marker", spec.tolerance), ("session", default_tolerance))
+    where, tol = pick(("tolerances", spec.tolerances.get(path)), *blanket)
+    return metric(path).tolerance if where is None else tol

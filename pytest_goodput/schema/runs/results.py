@@ -6,7 +6,7 @@ Pure pydantic models. ``RESULT_SCHEMA_VERSION`` is bumped on any incompatible ch
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
@@ -18,8 +18,7 @@ RESULT_SCHEMA_VERSION = 1
 
 ErrorKind = Literal["http_status", "timeout", "transport", "malformed_stream", "short_output",
                     "truncated", "engine_error", "finish_reason"]
-ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "transport", "malformed_stream", "short_output",
-                                "truncated", "engine_error", "finish_reason")
+ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
 TokenCountSource = Literal["usage", "tokenizer", "chunks"]
 LatencyOrigin = Literal["sent_at", "scheduled_at"]
 WindowBasis = Literal["arrivals", "steady_state", "sends"]
@@ -84,8 +83,7 @@ class RequestRecord(_Model):
     # --- conversations and prefix caching (docs/metrics.md, "Conversations") --------------
     conversation: Optional[int] = Field(None, description="conversation number (multi-turn runs)")
     turn: Optional[int] = Field(None, description="turn within the conversation, from 1")
-    worker: Optional[int] = Field(
-        None, description="client process (from 0) that sent it when the run had several (workers=N)")
+    worker: Optional[int] = Field(None, description="client process (from 0) that sent it, when workers > 1")
     cached_tokens: Optional[int] = Field(
         None, description="prompt tokens the engine served from its prefix cache "
         "(usage.prompt_tokens_details.cached_tokens); None when it does not say"
