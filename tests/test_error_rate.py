@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import beta
 
 from pytest_goodput.judge.scalar.error_rate import error_rate_comparison, widening
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare, decide
+from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.stats.binomial import clopper_pearson_interval, dispersion, exact_difference_interval
 
@@ -29,7 +29,7 @@ def run(n: int, failed: set[int] | range) -> Samples:
 
 def direct(base: list[list[Samples]], cur: list[Samples], **options: object):
     """The error rate's own comparison, called as ``compare_metric`` calls it."""
-    return error_rate_comparison(ERR, base, cur, decide, confidence=CONFIDENCE, **options)  # type: ignore[arg-type]
+    return error_rate_comparison(ERR, base, cur, confidence=CONFIDENCE, **options)  # type: ignore[arg-type]
 
 
 def error_verdict(base: list[list[Samples]], cur: list[Samples]):

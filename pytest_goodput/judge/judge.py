@@ -21,7 +21,7 @@ from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
 from pytest_goodput.judge.noise.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
+from pytest_goodput.judge.scalar.verdicts import compare
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
@@ -29,6 +29,7 @@ from pytest_goodput.schema.outcomes.shapes import SweepOutcome
 from pytest_goodput.schema.registry import DEGRADATION, run_gate, sweep_point_gate, tolerance_for
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from pytest_goodput.judge.scalar.values import Sessions, as_sessions
+from pytest_goodput.judge.values import Sessions, as_sessions
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.outcomes.workload_check import LengthChange, LengthColumn, WorkloadCheck
 from pytest_goodput.stats.welch import welch_different

@@ -36,7 +36,6 @@ from pytest_goodput.judge.sequential.ab import (
 )
 from pytest_goodput.judge.sequential.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
 from pytest_goodput.judge.judge import metric_defs
-from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.measure.saturation import point_saturation
 from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.remeasure import paced_by_client
@@ -44,6 +43,7 @@ from pytest_goodput.run.runner import point_spec, run_once, valid_once
 from pytest_goodput.schema.outcomes.ab import ABResult, ABRound
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.judge.vocabulary import MetricDef
 
 #: ``say("round 3: head, then base")``: one progress line.
 SayFn = Callable[[str], None]

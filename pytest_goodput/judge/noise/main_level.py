@@ -41,10 +41,10 @@ import numpy as np
 
 from pytest_goodput import stats
 from pytest_goodput.judge.noise.sittings import sitting_count
-from pytest_goodput.judge.noise.spread import PRIOR_RUNS, fmt_on_scale, scale_of
-from pytest_goodput.judge.scalar.values import Sessions, group_value
-from pytest_goodput.judge.scalar.verdicts import MetricDef
+from pytest_goodput.judge.noise.spread import fmt_on_scale, scale_of
+from pytest_goodput.judge.values import Sessions, group_value
 from pytest_goodput.schema import registry
+from pytest_goodput.judge.vocabulary import PRIOR_RUNS, MetricDef
 
 #: Chance that an unchanged main shows a step on one metric, split over the splits.
 STEP_ALPHA = 0.01

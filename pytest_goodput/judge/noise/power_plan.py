@@ -32,12 +32,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pytest_goodput.judge.noise.sittings import Sittings
-from pytest_goodput.judge.noise.spread import (PRIOR_RUNS, DayTerm, Scale, day_term, detectable_change,
-                                               half_width, on_scale, scale_of, session_spread)
-from pytest_goodput.judge.scalar.values import Sessions, baseline_value, group_value
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef
+from pytest_goodput.judge.noise.spread import (DayTerm, Scale, day_term, detectable_change, half_width, on_scale,
+                                               scale_of, session_spread)
+from pytest_goodput.judge.values import Sessions, baseline_value, group_value
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.judge.vocabulary import CONFIDENCE, PRIOR_RUNS, MetricDef
 
 #: The most PR launches a plan considers; beyond it, "more launches alone will not do".
 MAX_LAUNCHES = 20

@@ -25,10 +25,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from pytest_goodput import stats
-from pytest_goodput.judge.noise.spread import PRIOR_RUNS, Scale, fmt_on_scale, scale_of
-from pytest_goodput.judge.scalar.values import Sessions, group_value
-from pytest_goodput.judge.scalar.verdicts import MetricDef
+from pytest_goodput.judge.noise.spread import Scale, fmt_on_scale, scale_of
+from pytest_goodput.judge.values import Sessions, group_value
 from pytest_goodput.schema import registry
+from pytest_goodput.judge.vocabulary import PRIOR_RUNS, MetricDef
 
 #: Chance that a clean recording names a session on one metric, split over its sessions
 #: (Bonferroni). Strict on purpose: at 1 % a noisy machine's clean recordings were named in

@@ -27,11 +27,10 @@ import numpy as np
 
 from pytest_goodput import stats
 from pytest_goodput.judge.noise.sittings import Sittings
-from pytest_goodput.judge.scalar.values import Sessions, group_value
+from pytest_goodput.judge.values import Sessions, group_value
+from pytest_goodput.judge.vocabulary import PRIOR_RUNS
 from pytest_goodput.schema import registry
 
-#: Weight of the prior, in pseudo-sessions (degrees of freedom).
-PRIOR_RUNS = 3.0
 #: Weight of the between-sitting prior (``registry.DAY_CV``), in pseudo-sittings.
 PRIOR_SITTINGS = 6.0
 

@@ -8,7 +8,7 @@ pooled per side (every baseline session, every current run) and the difference o
 rates gets exact limits: each side's Clopper–Pearson interval, combined by MOVER
 (Newcombe's square-and-add). When the baseline's sessions differ by more than binomial
 noise, both sides are widened by the quasi-binomial dispersion the sessions show (never
-narrowed). The verdict is ``verdicts.decide``'s rule; the error rate is never
+narrowed). The verdict is ``vocabulary.decide``'s rule; the error rate is never
 *underpowered* (the ``max_error_rate`` SLO holds it to a limit). ``docs/statistics.md``,
 "Error rate at small counts", gives the formula and the bench behind it.
 """
@@ -16,22 +16,18 @@ narrowed). The verdict is ``verdicts.decide``'s rule; the error rate is never
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Literal, Optional, Sequence
+from typing import Literal, Optional, Sequence
 
-from pytest_goodput.judge.scalar.values import Sessions, as_sessions, failures
+from pytest_goodput.judge.values import Sessions, as_sessions, failures
+from pytest_goodput.judge.vocabulary import MetricDef, decide
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.stats import t_ppf, z_value
 from pytest_goodput.stats.binomial import clopper_pearson_interval, dispersion
 
-if TYPE_CHECKING:  # verdicts imports this module: its names come in as arguments
-    from pytest_goodput.judge.scalar.verdicts import MetricDef
-
 __all__ = ["counts", "error_rate_comparison", "widening"]
 
 Counts = tuple[int, int]  # (failed, issued)
-#: ``verdicts.decide``: (direction, change, interval, tolerance, significance) → verdict.
-Rule = Callable[[str, float, tuple[float, float], float, Literal["zero", "tolerance"]], str]
 
 
 def counts(runs: Sequence[Samples]) -> Counts:
@@ -83,17 +79,13 @@ def error_rate_comparison(
     defn: MetricDef,
     baseline: Sequence[Samples] | Sessions,
     current_runs: Sequence[Samples],
-    decide: Rule,
     *,
     confidence: float,
     significance: Literal["zero", "tolerance"] = "zero",
 ) -> MetricComparison:
     """The error rate of the current runs against the baseline's sessions, on pooled counts
-    (the change in absolute fractions; see the module docstring).
-
-    ``decide`` is the gate's verdict rule (``verdicts.decide``), passed in so that every
-    metric is judged by the one rule while this module stays below ``verdicts``.
-    """
+    (the change in absolute fractions; see the module docstring), judged by the one
+    verdict rule (``vocabulary.decide``)."""
     if not current_runs:
         raise ValueError("compare_metric needs at least one current run")
     sessions = as_sessions(baseline)

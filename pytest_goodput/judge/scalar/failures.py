@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from pytest_goodput.judge.scalar.values import Sessions, group_value, slowest_success
+from pytest_goodput.judge.values import Sessions, group_value, slowest_success
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.runs.results import Samples
 

@@ -14,7 +14,7 @@ from typing import Literal, Optional, Sequence
 import numpy as np
 
 from pytest_goodput import stats
-from pytest_goodput.judge.scalar.values import failures, latency_column, rate_column
+from pytest_goodput.judge.values import failures, latency_column, rate_column
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.stats.numbers import finite
 

@@ -22,7 +22,6 @@ from pytest_goodput.judge.scalar.failures import failure_floor, stand_ins
 from pytest_goodput.judge.scalar.intervals import Kind, paired_half_widths, unpaired_interval
 from pytest_goodput.judge.noise.sittings import Sittings
 from pytest_goodput.judge.noise.spread import (
-    PRIOR_RUNS,
     DayTerm,
     day_term,
     detectable_change,
@@ -37,7 +36,7 @@ from pytest_goodput.judge.noise.spread import (
     spread_df,
     z_of,
 )
-from pytest_goodput.judge.scalar.values import (
+from pytest_goodput.judge.values import (
     Sessions,
     as_sessions,
     baseline_value,
@@ -47,37 +46,16 @@ from pytest_goodput.judge.scalar.values import (
     pairable,
     pooled,
 )
+from pytest_goodput.judge.vocabulary import CONFIDENCE, POWER_ALPHA, PRIOR_RUNS, MetricDef, decide
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.runs.results import Samples
 
-#: Two-sided confidence of the interval of the change (one-sided α = 1 %, the A/A target); see
-#: docs/decisions.md for the measurement behind it.
-CONFIDENCE = 0.98
-#: Underpowered needs evidence: the one-sided confidence with which the smallest detectable
-#: change must exceed the tolerance, given that it is estimated from a few sessions
-#: (docs/statistics.md, "Power"; chosen by measurement, docs/decisions.md).
-POWER_ALPHA = 0.05
 _UNBOUNDED = 1e9
 NOT_MEASURED = "not measured in baseline nor current run"
 
 __all__ = ["CONFIDENCE", "DEFAULT_METRICS", "PRIOR_RUNS", "MetricDef", "compare", "compare_metric",
            "decide", "default_run_cv", "metric_value", "pairable"]
-
-
-@dataclass(frozen=True)
-class MetricDef:
-    """A gated metric: its result path, which way is good, and its relative tolerance."""
-
-    path: str
-    direction: Literal["higher", "lower"]
-    tolerance: float
-
-    @classmethod
-    def of(cls, path: str, tolerance: Optional[float] = None) -> "MetricDef":
-        """The metric as the registry defines it (its default tolerance unless one is given)."""
-        info = registry.metric(path)
-        return cls(path, info.direction, info.tolerance if tolerance is None else tolerance)
 
 
 #: The metrics the default gates of the scenarios use, with their default tolerances.
@@ -120,21 +98,6 @@ def _result(defn: MetricDef, verdict: str, *, base: Optional[float] = None,
     )
 
 
-def decide(direction: str, change: float, interval: tuple[float, float], tolerance: float,
-           significance: Literal["zero", "tolerance"] = "zero") -> str:
-    """The verdict rule on a relative change and its interval (see docs/statistics.md)."""
-    sign = -1.0 if direction == "higher" else 1.0  # sign * change > 0 means worse
-    worse = sign * change > tolerance
-    better = sign * change < -tolerance
-    lo, hi = sorted((sign * interval[0], sign * interval[1]))
-    bound = tolerance if significance == "tolerance" else 0.0
-    if worse:
-        return "regressed" if lo > bound else "inconclusive"
-    if better and hi < -bound:
-        return "improved"
-    return "pass"
-
-
 def compare_metric(
     defn: MetricDef,
     baseline: Sequence[Samples] | Sessions,
@@ -163,7 +126,7 @@ def compare_metric(
     before its step, centred on their own level: ``judge/noise/main_level.py``).
     """
     if defn.path == "error_rate":  # exact limits on pooled counts (judge/scalar/error_rate.py)
-        return error_rate_comparison(defn, baseline, current_runs, decide, confidence=confidence,
+        return error_rate_comparison(defn, baseline, current_runs, confidence=confidence,
                                      significance=significance)
     if not current_runs:
         raise ValueError("compare_metric needs at least one current run")

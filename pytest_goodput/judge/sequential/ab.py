@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from pytest_goodput.judge.evidence import samples_of
 from pytest_goodput.judge.noise.spread import scale_of
 from pytest_goodput.judge.sequential.stopping import DEFAULT_RULE, RULES, StoppingRule
-from pytest_goodput.judge.scalar.values import metric_value
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, decide
+from pytest_goodput.judge.values import metric_value
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcomes.ab import ABResult, ABRound, Order
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.student import t_ppf
+from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef, decide
 
 #: Defaults of the command line: rounds before the first look, and the most rounds
 #: (chosen by measurement under drift: docs/decisions.md, "A/B mode: alpha spending").

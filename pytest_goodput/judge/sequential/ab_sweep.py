@@ -22,12 +22,12 @@ from pytest_goodput.judge.shapes.frontier import (
     load_point,
     worst_of,
 )
-from pytest_goodput.judge.scalar.values import metric_value
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef
+from pytest_goodput.judge.values import metric_value
 from pytest_goodput.schema.outcomes.ab import ABResult, ABRound
 from pytest_goodput.schema.registry import tolerance_for
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef
 
 
 def point_key(load: float, path: str) -> str:

@@ -36,12 +36,12 @@ from typing import Optional
 
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
 from pytest_goodput.judge.noise.spread import half_width, scale_of, session_spread
-from pytest_goodput.judge.scalar.values import baseline_value
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE
+from pytest_goodput.judge.values import baseline_value
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.stats.spending import Spending, nominal_levels
+from pytest_goodput.judge.vocabulary import CONFIDENCE
 
 #: One-sided chance that a change of exactly the tolerance is cleared (A/B mode's).
 CLEAR_ALPHA = 0.05

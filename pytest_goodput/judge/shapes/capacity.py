@@ -18,10 +18,11 @@ from typing import Sequence
 
 import numpy as np
 
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, rule
+from pytest_goodput.judge.scalar.verdicts import rule
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.runs.session import Capacity
+from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef
 
 METRIC = "capacity.requests_per_s"
 

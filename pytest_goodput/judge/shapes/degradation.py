@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from statistics import NormalDist, fmean, variance
 from typing import Optional
 
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, decide
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.registry import metric
+from pytest_goodput.judge.vocabulary import CONFIDENCE, decide
 
 #: One session's degradation: metric path → (value, within-run SD or None).
 SessionDegradation = dict[str, tuple[float, Optional[float]]]

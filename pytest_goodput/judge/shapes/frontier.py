@@ -18,10 +18,11 @@ from pytest_goodput.schema.outcomes.frontier import (
     NoiseFn,
     Side,
 )
-from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare_metric, metric_value
+from pytest_goodput.judge.scalar.verdicts import compare_metric, metric_value
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, Verdict
 from pytest_goodput.schema.runs.results import Samples
+from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef
 
 #: Interactivity slack when matching points: run-to-run noise of a P50 TPOT is ~1 %, so a
 #: twin point within 5 % still serves the baseline point's users.
