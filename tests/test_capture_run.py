@@ -61,7 +61,7 @@ def test_on_fails_clearly_and_auto_falls_back_once_said(monkeypatch: pytest.Monk
 
 
 def test_on_without_the_permission_is_refused_with_the_remedy(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_goodput.plugin.settings import capture_refused
+    from pytest_goodput.plugin.machine import capture_refused
 
     def refused() -> None:
         raise PermissionError(1, "Operation not permitted")

@@ -19,11 +19,12 @@ HEAVY = ("pydantic", "pydantic_core", "numpy", "httpx", "httptools", "uvloop", "
 CORE = ("pytest_goodput.schema", "pytest_goodput.stats", "pytest_goodput.judge",
         "pytest_goodput.measure", "pytest_goodput.load", "pytest_goodput.engines",
         "pytest_goodput.sim", "pytest_goodput.run", "pytest_goodput.store", "pytest_goodput.report",
-        "pytest_goodput.cli", "pytest_goodput.plugin.session", "pytest_goodput.plugin.harness",
-        "pytest_goodput.plugin.machine")
+        "pytest_goodput.cli", "pytest_goodput.plugin.core", "pytest_goodput.plugin.session",
+        "pytest_goodput.plugin.harness", "pytest_goodput.plugin.machine")
 #: Plain-Python modules (no pydantic, no third-party import) the settings table checks values
 #: with: the syntax of a CPU list, the forms of a Ray address.
-SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.ray_address")
+SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.ray_address",
+                   "pytest_goodput.schema.precedence")
 
 RECORD_MODULES = """
 import json

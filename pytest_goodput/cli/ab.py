@@ -45,9 +45,8 @@ from pytest_goodput.load import ray_runtime
 from pytest_goodput.run.ab import ab_metrics, run_ab
 from pytest_goodput.run.ab_gate import describe
 from pytest_goodput.schema.outcomes.ab import ABResult
-from pytest_goodput.schema.ab_options import sim_knobs
-from pytest_goodput.schema.scenario.spec import SpecError, build_spec
-from pytest_goodput.sim.profile import SimProfileError, profile_from_env_and_args
+from pytest_goodput.schema.scenario.spec import build_spec
+from pytest_goodput.sim.profile import SimProfileError, checked_knobs
 from pytest_goodput.store.files import write_atomic
 
 SIDES = ("base", "head")
@@ -93,14 +92,9 @@ def add_ab_parser(sub: Any) -> None:
 def parse_knobs(side: str, text: str) -> dict[str, str]:
     """``slowdown=1.2,noise_sigma=0.01`` → knobs, checked against the simulator's profile."""
     try:
-        knobs = sim_knobs(text, f"--{side}-sim")
-        profile_from_env_and_args(knobs, env={})
-    except SpecError as exc:
-        raise CLIError(str(exc)) from None
+        return checked_knobs(text, f"--{side}-sim")
     except SimProfileError as exc:
-        raise CLIError(f"--{side}-sim: " + "; ".join(
-            line.strip() for line in str(exc).splitlines())) from None
-    return knobs
+        raise CLIError(str(exc)) from None
 
 
 def check_side(side: str, ns: argparse.Namespace) -> None:

@@ -33,11 +33,16 @@ from pytest_goodput.engines.tinyllama import SIZES, write_tiny_llama
 DEFAULT_HTTP_THREADS = 96
 
 
-def build_params(args: argparse.Namespace) -> Any:
-    """Map our flags onto ``xllamacpp.CommonParams`` (names follow llama-server's flags)."""
+def _xllamacpp() -> Any:
+    """The optional ``xllamacpp`` (pytest-goodput[llamacpp]), imported here only."""
     import xllamacpp
 
-    p = xllamacpp.CommonParams()
+    return xllamacpp
+
+
+def build_params(args: argparse.Namespace) -> Any:
+    """Map our flags onto ``xllamacpp.CommonParams`` (names follow llama-server's flags)."""
+    p = _xllamacpp().CommonParams()
     p.model.path = args.model
     p.hostnames = [args.host]
     p.port = args.port
@@ -100,7 +105,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if args.write_tiny_model and not os.path.exists(args.model):
         write_model(args.model, args.write_tiny_model)
-    import xllamacpp
+    xllamacpp = _xllamacpp()
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -16,7 +16,7 @@ Needs the ``gguf`` package (the ``llamacpp`` extra); it is imported lazily.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -55,9 +55,16 @@ _SPACE = "\u2581"
 _BAN = -1000.0  # output weight of banned tokens on the constant hidden dimension
 
 
+def _gguf() -> Any:
+    """The optional ``gguf`` writer (a test extra), imported here only."""
+    import gguf
+
+    return gguf
+
+
 def _vocab(words: Sequence[str]) -> tuple[list[str], list[float], list[int]]:
     """SentencePiece-style vocabulary: <unk>, <s>, </s>, 256 byte tokens, letters, words."""
-    import gguf
+    gguf = _gguf()
 
     tokens = ["<unk>", "<s>", "</s>"]
     types = [int(gguf.TokenType.UNKNOWN), int(gguf.TokenType.CONTROL), int(gguf.TokenType.CONTROL)]
@@ -87,7 +94,7 @@ def write_tiny_llama(
     vocab_words: Sequence[str] = DEFAULT_WORDS,
 ) -> str:
     """Write the model to ``path`` and return it; same arguments → byte-identical file."""
-    import gguf
+    gguf = _gguf()
 
     if n_embd % n_head:
         raise ValueError(f"n_embd {n_embd} is not a multiple of n_head {n_head}")

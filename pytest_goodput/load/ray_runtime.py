@@ -40,10 +40,11 @@ def address() -> str:
 
 
 def ensure() -> Any:
-    """The ``ray`` module, initialized: joined, started, or as this process already had it."""
+    """The ``ray`` module, initialized: joined, started, or as this process already had it
+    (with the submodules the pool uses: ``cloudpickle``, ``util.scheduling_strategies``)."""
     global _started
     try:
-        import ray
+        import ray.cloudpickle, ray.util.scheduling_strategies  # noqa: E401 - the one import of Ray
     except ImportError:
         raise RayUnavailableError('the Ray backend needs Ray: pip install "pytest-goodput[ray]"') from None
     if ray.is_initialized():

@@ -62,20 +62,16 @@ class _Core(NamedTuple):
     write_session_reports: Callable[..., None]
     redact: Callable[[str], str]
     junit_properties: Callable[..., list[tuple[str, str]]]
+    register: Callable[..., None]
 
 
 def _core() -> _Core:
     """Import the gate's core (once per process; later calls are dictionary look-ups)."""
-    from pytest_goodput.plugin.session import GoodputSession
-    from pytest_goodput.report.files import write_session_reports
-    from pytest_goodput.report.junit import junit_properties
-    from pytest_goodput.report.text.terminal import failure_message, render_summary, supports_unicode
-    from pytest_goodput.schema.redaction import redact
-    from pytest_goodput.schema.scenario.marker import check_marker
-    from pytest_goodput.schema.scenario.spec import SpecError
+    from pytest_goodput.plugin import core
 
-    return _Core(GoodputSession, SpecError, check_marker, failure_message, render_summary,
-                 supports_unicode, write_session_reports, redact, junit_properties)
+    return _Core(core.GoodputSession, core.SpecError, core.check_marker, core.failure_message,
+                 core.render_summary, core.supports_unicode, core.write_session_reports, core.redact,
+                 core.junit_properties, core.register)
 
 
 def _harness_class() -> type["GoodputHarness"]:
@@ -156,8 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.update:
         # Recording reports unused baselines at the end even when no goodput test ran.
         _check_machine(config)
-        from pytest_goodput.plugin.recording import register
-        register(config, _session(config), lambda item: (_spec_args_key in item.stash, item.stash.get(_ab_key, None)))
+        _core().register(config, _session(config), lambda item: (_spec_args_key in item.stash, item.stash.get(_ab_key, None)))
     elif getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
         # The xdist controller checks settings itself: a worker's usage error is an INTERNALERROR.
         _check_machine(config)

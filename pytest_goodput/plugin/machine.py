@@ -8,13 +8,20 @@ the session has goodput work; a suite without goodput tests never loads it.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pytest
 
-from pytest_goodput.cli.ab import parse_knobs
-from pytest_goodput.cli.run import CLIError
-from pytest_goodput.plugin.settings import Settings, capture_refused
+from pytest_goodput.load.selfcheck.capture import unavailable
+from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.affinity import plan
 from pytest_goodput.schema.cpus import CpuSetError
+from pytest_goodput.sim.profile import SimProfileError, checked_knobs
+
+
+def capture_refused() -> Optional[str]:
+    """Why this process may not capture packets (``capture=on`` is then a usage error), or None."""
+    return unavailable("http://127.0.0.1")
 
 
 def check_machine(settings: Settings) -> None:
@@ -40,7 +47,7 @@ def _check_cpus(settings: Settings) -> None:
 def _check_base_sim(settings: Settings) -> None:
     """Simulator knobs that do not parse are a usage error before any engine starts."""
     try:
-        parse_knobs("goodput-base", settings.base_sim or "")
-    except CLIError as exc:
+        checked_knobs(settings.base_sim or "", "--goodput-base-sim")
+    except SimProfileError as exc:
         raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('base_sim', 'base_sim')}: "
                                 f"{str(exc).partition(': ')[2]}") from None

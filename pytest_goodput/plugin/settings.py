@@ -16,7 +16,9 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional
 
+from pytest_goodput.schema.cpus import CpuSetError, parse_cpus
 from pytest_goodput.schema.precedence import pick
+from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
 
 
 def _bool(v: Any) -> bool:
@@ -246,8 +248,6 @@ class Settings:
                     raise OutOfBoundsError(f.name, f"Input should be {words} {limit}")
             if f.name in ("engine_cpus", "client_cpus") and value is not None \
                     and str(value).strip().lower() != "auto":
-                from pytest_goodput.schema.cpus import CpuSetError, parse_cpus  # only when set
-
                 try:
                     parse_cpus(value)
                 except CpuSetError as exc:
@@ -258,8 +258,6 @@ class Settings:
             if self.capture not in CAPTURE_MODES:
                 raise OutOfBoundsError("capture", "allowed: " + ", ".join(CAPTURE_MODES))
         if self.ray is not None:
-            from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
-
             try:
                 self.ray = check_ray_address(self.ray)
             except RayAddressError as exc:
@@ -335,8 +333,6 @@ def ray_after_space(args: list[str]) -> Optional[str]:
     for flag, value in zip(args, args[1:]):
         if flag != "--goodput-ray" or value.startswith("-"):
             continue
-        from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address  # only when given
-
         try:
             check_ray_address(value)
         except RayAddressError as exc:
@@ -344,13 +340,6 @@ def ray_after_space(args: list[str]) -> Optional[str]:
                     "--goodput-ray=ADDRESS, or --goodput-ray alone after the test paths for a Ray "
                     "runtime started here")
     return None
-
-
-def capture_refused() -> Optional[str]:
-    """Why this process may not capture packets (``capture=on`` is then a usage error), or None."""
-    from pytest_goodput.load.selfcheck.capture import unavailable  # only when capture=on is set
-
-    return unavailable("http://127.0.0.1")
 
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": float, "bool": _bool, "int": int}

@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pytest_goodput.measure.frontier import pareto_frontier, step_polyline
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
@@ -113,20 +113,25 @@ def plot_path(path: Union[str, "os.PathLike[str]"]) -> Path:
 def new_figure(size: tuple[float, float], what: str) -> "Figure":
     """A figure on the Agg canvas (pyplot's backend untouched); raises :class:`PlotUnavailable`
     naming ``what`` needs matplotlib."""
+    mpl = _matplotlib(what)
+    fig = mpl.figure.Figure(figsize=size, dpi=100)
+    mpl.backends.backend_agg.FigureCanvasAgg(fig)
+    return fig
+
+
+def _matplotlib(what: str) -> Any:
+    """matplotlib with its Agg canvas and figure modules (the one import of it), or
+    :class:`PlotUnavailable` naming ``what`` needs it."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        import matplotlib.backends.backend_agg, matplotlib.figure  # noqa: E401
     except ImportError as err:
         raise PlotUnavailable(f"{what} need matplotlib: {INSTALL_HINT}") from err
-    fig = Figure(figsize=size, dpi=100)
-    FigureCanvasAgg(fig)
-    return fig
+    return matplotlib
 
 
 def save_figure(fig: "Figure", out: Path) -> Path:
     """Save as the extension says; SVG is reproducible (fixed ids, no date) so it diffs cleanly."""
-    import matplotlib  # present: the figure exists
-
+    matplotlib = _matplotlib("figures")  # present: the figure exists
     suffix = out.suffix.lower()
     out.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"Date": None} if suffix == ".svg" else {"Software": None}

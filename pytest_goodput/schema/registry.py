@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import Literal, Optional
 
 from pytest_goodput.schema.precedence import pick
+from pytest_goodput.schema.scenario.spec_fields import SpecFields
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 Direction = Literal["higher", "lower"]
 #: How a metric's sampling noise is modelled (``docs/statistics.md``): a binomial proportion,
@@ -306,7 +305,7 @@ def order_key(name: str) -> tuple[int, str]:
     return (10_000, path)
 
 
-def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+def default_gate(spec: SpecFields) -> tuple[str, ...]:
     """Metrics gated when the marker names none: each scenario's headline numbers."""
     if spec.scenario in ("sweep", "capacity"):
         return ()  # judged as a frontier / a capacity, not per run
@@ -323,7 +322,7 @@ def default_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
 SWEEP_POINT_GATE: tuple[str, ...] = ("metrics.ttft_ms.p50", "metrics.tpot_ms.p50")
 
 
-def run_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+def run_gate(spec: SpecFields) -> tuple[str, ...]:
     """The metrics judged on a test's runs as a whole; a sweep's ``gate=`` names what each of
     its points is judged on instead (:func:`sweep_point_gate`)."""
     if spec.scenario == "sweep":
@@ -331,12 +330,12 @@ def run_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
     return tuple(spec.gate or default_gate(spec))
 
 
-def sweep_point_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+def sweep_point_gate(spec: SpecFields) -> tuple[str, ...]:
     """The metrics every sweep point is compared on at equal load (``gate=`` or the default)."""
     return tuple(spec.gate) if spec.gate else SWEEP_POINT_GATE
 
 
-def _scenario_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
+def _scenario_gate(spec: SpecFields) -> tuple[str, ...]:
     if spec.scenario == "offline":
         return ("throughput.output_tokens_per_s",)
     if spec.scenario == "concurrency":
@@ -356,7 +355,7 @@ def _scenario_gate(spec: "ScenarioSpec") -> tuple[str, ...]:
 ABSOLUTE_TOLERANCE: frozenset[str] = frozenset({"error_rate", *DEGRADATION})
 
 
-def tolerance_for(spec: "ScenarioSpec", path: str, default_tolerance: Optional[float] = None) -> float:
+def tolerance_for(spec: SpecFields, path: str, default_tolerance: Optional[float] = None) -> float:
     """``tolerances[path]`` > marker ``tolerance`` > command line / ini > the registry's default.
 
     The blanket tolerances are relative; an absolute-scale metric keeps its own unless named.

@@ -16,6 +16,8 @@ from typing import Any, Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pytest_goodput.schema.ab_options import sim_knobs
+from pytest_goodput.schema.scenario.spec import SpecError
 from pytest_goodput.sim.drift import lognormal_sigma
 
 ENV_PREFIX = "GOODPUT_SIM_"
@@ -218,3 +220,16 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         kind = int if name in ("max_queue", "error_status", "queue_full_status") else type(f.default)
         parser.add_argument(flag, type=kind, default=None, help=helptext)
+
+
+def checked_knobs(text: str, flag: str) -> dict[str, str]:
+    """``slowdown=1.2,noise_sigma=0.01`` as knobs, checked against the simulator's profile; else a
+    ``SimProfileError`` naming ``flag`` and every bad knob (the CLI's and the plugin's one check)."""
+    try:
+        knobs = sim_knobs(text, flag)
+        profile_from_env_and_args(knobs, env={})
+    except SpecError as exc:
+        raise SimProfileError(str(exc)) from None
+    except SimProfileError as exc:
+        raise SimProfileError(f"{flag}: " + "; ".join(line.strip() for line in str(exc).splitlines())) from None
+    return knobs

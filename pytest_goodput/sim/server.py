@@ -24,6 +24,10 @@ import zlib
 from typing import Any, Optional
 
 import uvicorn
+try:  # a dependency on POSIX; asyncio's own loop elsewhere
+    import uvloop
+except ImportError:  # pragma: no cover - Windows
+    uvloop = None
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
@@ -378,12 +382,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except SimProfileError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    try:
-        import uvloop
-
-        loop = uvloop.new_event_loop()
-    except ImportError:  # pragma: no cover - Windows
-        loop = asyncio.new_event_loop()
+    loop = asyncio.new_event_loop() if uvloop is None else uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(_serve(profile, host, port, trace))

@@ -12,10 +12,7 @@ import base64
 import binascii
 import re
 import struct
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
-
-if TYPE_CHECKING:
-    from pytest_goodput.measure.records.exchange import RequestPlan
+from typing import Any, NamedTuple, Optional, Sequence
 
 #: MIME types the header reader understands, by file extension.
 IMAGE_TYPES: dict[str, str] = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
@@ -111,18 +108,19 @@ def image_part(data: bytes, mime: str) -> ImagePart:
     return ImagePart(data_url(data, mime), w, h)
 
 
-def image_fields(plan: "RequestPlan", request_bytes: Optional[int],
+def image_fields(images: Sequence[ImagePart], prompt_tokens: Optional[int], request_bytes: Optional[int],
                  usage_prompt_tokens: Optional[int]) -> dict[str, Any]:
-    """A record's image numbers (``docs/metrics.md``, "Images").
+    """A record's image numbers (``docs/metrics.md``, "Images"), from a plan's ``images`` and
+    the text's ``prompt_tokens`` it knew.
 
     ``image_tokens`` is the engine's prompt count (``usage_prompt_tokens``) minus the
     text's count the plan knew: defined only for requests with images whose engine reported
     a prompt count, and whose text count was known.
     """
-    out: dict[str, Any] = {"request_bytes": request_bytes, "images": len(plan.images),
-                           "image_pixels": sum(im.pixels for im in plan.images)}
-    if plan.images and plan.prompt_tokens is not None and usage_prompt_tokens is not None:
-        out["image_tokens"] = usage_prompt_tokens - plan.prompt_tokens
+    out: dict[str, Any] = {"request_bytes": request_bytes, "images": len(images),
+                           "image_pixels": sum(im.pixels for im in images)}
+    if images and prompt_tokens is not None and usage_prompt_tokens is not None:
+        out["image_tokens"] = usage_prompt_tokens - prompt_tokens
     return out
 
 

@@ -214,7 +214,7 @@ def to_record(
     if reported:
         rec["prompt_tokens"] = prompt
     rec["cached_tokens"] = cached_prompt_tokens(parsed.usage, rec["prompt_tokens"])
-    rec.update(image_fields(plan, ex.request_bytes, prompt if reported else None))
+    rec.update(image_fields(plan.images, plan.prompt_tokens, ex.request_bytes, prompt if reported else None))
 
     kind, detail = ex.error_kind, ex.error_detail
     if kind is None and status is None:

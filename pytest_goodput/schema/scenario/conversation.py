@@ -9,13 +9,12 @@ a run is a whole number of conversations (``docs/workloads.md``, "Multi-turn cha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pytest_goodput.schema.scenario.spec import ScenarioSpec
+from pytest_goodput.schema.scenario.spec_fields import SpecFields
 
 
-def conversation_problem(spec: "ScenarioSpec") -> Optional[str]:
+def conversation_problem(spec: SpecFields) -> Optional[str]:
     """Why the spec's conversation or shared-prefix arguments cannot run, or None."""
     t = spec.turns
     if t > 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_goodput.schema.scenario.conversation import conversation_problem
 from pytest_goodput.schema.scenario.isl_osl import expand_isl_osl
@@ -23,9 +23,8 @@ from pytest_goodput.schema.registry import (
     is_tolerable,
 )
 from pytest_goodput.schema.scenario.trace import check_trace
+from pytest_goodput.schema.scenario.spec_fields import SpecFields
 
-if TYPE_CHECKING:  # the spec imports this module
-    from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Latency metrics a percentile SLO can name, e.g. ``ttft_p99_ms``.
 PERCENTILE_SLO_METRICS = tuple(LATENCIES)
@@ -110,7 +109,7 @@ def collect_percentile_slos(data: Any) -> Any:
     return data
 
 
-def check_consistency(spec: "ScenarioSpec") -> None:
+def check_consistency(spec: SpecFields) -> None:
     """Raise ``ValueError`` on arguments that do not fit together (after field validation)."""
     s = spec.scenario
     if s in ("server", "interactive") and spec.rate is None:
@@ -164,7 +163,7 @@ def check_consistency(spec: "ScenarioSpec") -> None:
         raise ValueError(problem)
 
 
-def check_arguments_apply(spec: "ScenarioSpec") -> None:
+def check_arguments_apply(spec: SpecFields) -> None:
     """Refuse arguments the scenario would silently ignore: they would only change the hash.
 
     Judged on values, not on which keywords were given: a spec read back from JSON has
@@ -205,7 +204,7 @@ def check_arguments_apply(spec: "ScenarioSpec") -> None:
 MAX_IMAGES, MAX_IMAGE_SIDE = 32, 4096
 
 
-def check_images(spec: "ScenarioSpec") -> None:
+def check_images(spec: SpecFields) -> None:
     """Image counts within [0, MAX_IMAGES], sizes WIDTHxHEIGHT, and images only in chat requests."""
     counts = spec.images_per_request
     counts = (counts,) if isinstance(counts, int) else counts

@@ -7,10 +7,8 @@ silently ignored. Reading the file is the load layer's (``load/trace.py``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pytest_goodput.schema.scenario.spec_fields import SpecFields
 
-if TYPE_CHECKING:  # the spec imports this module
-    from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Fields that only a trace replay uses.
 TRACE_ONLY = ("trace_time_scale", "trace_start_s", "trace_block_size", "trace_sha256")
@@ -19,11 +17,11 @@ SET_BY_TRACE = ("rate", "arrival", "burstiness", "isl_osl", "isl", "osl", "isl_d
                 "workload", "dataset", "prefix_len", "prefix_groups", "prefix_fraction")
 
 
-def _default(spec: "ScenarioSpec", key: str) -> object:
+def _default(spec: SpecFields, key: str) -> object:
     return type(spec).model_fields[key].default
 
 
-def check_trace(spec: "ScenarioSpec") -> None:
+def check_trace(spec: SpecFields) -> None:
     """Raise ``ValueError`` naming the argument that does not fit a trace replay (or its absence)."""
     if spec.scenario != "trace":
         if spec.trace is not None:

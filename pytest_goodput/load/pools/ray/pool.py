@@ -59,10 +59,8 @@ class RayPool:
         self.polls: dict[int, Any] = {}
 
     async def start(self, inits: list[Init]) -> None:
-        from ray import cloudpickle
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         ray = self.ray
+        cloudpickle, affinity = ray.cloudpickle, ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy
         actor = ray.remote(num_cpus=0, max_concurrency=4, max_restarts=0)(LoadWorker)
         self.placed = place(self.n, self.nodes)
         for node in self.placed:
@@ -70,7 +68,7 @@ class RayPool:
             if kept is not None and not _alive(ray, kept):
                 kept = None
             if kept is None:
-                strategy = NodeAffinitySchedulingStrategy(node, soft=False)
+                strategy = affinity(node, soft=False)
                 kept = actor.options(scheduling_strategy=strategy).remote()
                 created()
             self.actors.append(kept)

@@ -1,0 +1,22 @@
+"""The gate's core as the pytest hooks use it: the session, spec checks and reports.
+
+Imported by ``plugin/__init__.py`` on a session's first goodput work (a goodput test or
+fixture collected, or baselines recorded), never before: the core (pydantic models, numpy
+statistics) costs about half a second, which unrelated test suites must not pay
+(``bench/plugin_overhead.py``). The harness, which brings the load generator, and the
+machine checks load separately, when a test measures or a machine setting is given.
+"""
+
+from __future__ import annotations
+
+from pytest_goodput.plugin.recording import register
+from pytest_goodput.plugin.session import GoodputSession
+from pytest_goodput.report.files import write_session_reports
+from pytest_goodput.report.junit import junit_properties
+from pytest_goodput.report.text.terminal import failure_message, render_summary, supports_unicode
+from pytest_goodput.schema.redaction import redact
+from pytest_goodput.schema.scenario.marker import check_marker
+from pytest_goodput.schema.scenario.spec import SpecError
+
+__all__ = ["GoodputSession", "SpecError", "check_marker", "failure_message", "junit_properties", "redact",
+           "register", "render_summary", "supports_unicode", "write_session_reports"]
