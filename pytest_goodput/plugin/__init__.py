@@ -299,30 +299,19 @@ def _goodput_marked(request: pytest.FixtureRequest) -> None:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     result = yield
     harness = item.stash.get(_harness_key, None)
-    if harness is None:
-        return result
-    core = _core()
-    if harness.measurement is None and harness.ab is None:
-        harness.run()  # a bad spec or an engine that does not answer fails the test, named
-    if harness.pre_pass:  # an earlier recording session: judged with the last one
-        return result
-    session = _session(item.config)
-    location = item.location[:2] if item.location else None
-    if harness.ab is not None:
-        assert harness.base_engine is not None and harness.engine is not None
-        outcome = session.judge_ab(item.nodeid, location, harness.ab, harness.base_engine,
-                                   harness.engine, notes=harness.notes)
-    else:
-        assert harness.spec is not None and harness.measurement is not None and harness.engine
-        outcome = session.judge(item.nodeid, location, harness.spec, harness.measurement,
-                                harness.engine, earlier=harness.earlier_sessions, notes=harness.notes,
-                                planned=harness.head_planned)
-    # JUnit XML: baseline, current, change and verdict per metric; redacted like every output.
-    item.user_properties += [(name, core.redact(value)) for name, value
-                             in core.junit_properties(outcome, harness.remeasured_because)]
-    if session.fails(outcome):
-        pytest.fail(core.redact(core.failure_message(outcome)), pytrace=False)
+    outcome = None if harness is None else harness.finish_test(item.location[:2] if item.location else None)
+    if outcome is not None:
+        _report_outcome(item, outcome, harness.remeasured_because)
     return result
+
+
+def _report_outcome(item: pytest.Item, outcome: "TestOutcome", remeasured: list[str]) -> None:
+    """JUnit XML properties (baseline, current, change and verdict per metric; redacted like
+    every output), and the test failed with the readable message when the outcome fails."""
+    core = _core()
+    item.user_properties += [(name, core.redact(value)) for name, value in core.junit_properties(outcome, remeasured)]
+    if _session(item.config).fails(outcome):
+        pytest.fail(core.redact(core.failure_message(outcome)), pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -29,6 +29,7 @@ from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.environment import REMEASURED
 from pytest_goodput.schema.precedence import pick
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
@@ -285,6 +286,22 @@ class GoodputHarness:
             self.notes.append(
                 f"the {sessions} recorded sessions share one engine process ({eng.kind}: not "
                 "started here, so not relaunched): launch-to-launch spread is not in the baseline")
+
+    def finish_test(self, location: Optional[tuple[str, int]]) -> Optional[TestOutcome]:
+        """The test's outcome once its body ran: measured now if the body did not run it, then
+        judged by the session (A/B, or against the stored baseline); None for an earlier
+        recording session, judged with the last."""
+        if self.measurement is None and self.ab is None:
+            self.run()  # a bad spec or an engine that does not answer fails the test, named
+        if self.pre_pass:
+            return None
+        if self.ab is not None:
+            assert self.base_engine is not None and self.engine is not None
+            return self._session.judge_ab(self._nodeid, location, self.ab, self.base_engine, self.engine,
+                                          notes=self.notes)
+        assert self.spec is not None and self.measurement is not None and self.engine is not None
+        return self._session.judge(self._nodeid, location, self.spec, self.measurement, self.engine,
+                                   earlier=self.earlier_sessions, notes=self.notes, planned=self.head_planned)
 
     def measure(self, engine: Optional[Engine] = None, **overrides: Any) -> Measurement:
         """An extra, ungated measurement (not compared, not recorded)."""
