@@ -57,21 +57,19 @@ class _Core(NamedTuple):
     SpecError: type[Exception]
     check_marker: Callable[..., tuple[dict, Any]]
     failure_message: Callable[["TestOutcome"], str]
-    render_summary: Callable[..., str]
     supports_unicode: Callable[[Any], bool]
     write_session_reports: Callable[..., None]
     redact: Callable[[str], str]
     junit_properties: Callable[..., list[tuple[str, str]]]
     register: Callable[..., None]
+    summary_lines: Callable[..., list[tuple[str, dict[str, bool]]]]
 
 
 def _core() -> _Core:
     """Import the gate's core (once per process; later calls are dictionary look-ups)."""
     from pytest_goodput.plugin import core
 
-    return _Core(core.GoodputSession, core.SpecError, core.check_marker, core.failure_message,
-                 core.render_summary, core.supports_unicode, core.write_session_reports, core.redact,
-                 core.junit_properties, core.register)
+    return _Core(*(getattr(core, name) for name in _Core._fields))
 
 
 def _harness_class() -> type["GoodputHarness"]:
@@ -321,30 +319,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     core = _core()
     tr = Redacting(terminalreporter, core.redact)
     tr.section("goodput")
-    if session.outcomes:
-        out = getattr(tr._tw, "_file", None)
-        ascii_only = not core.supports_unicode(out)
-        # A terminal gets a table that fits; a CI log keeps every column.
-        width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
-        tr.write_line(core.render_summary(session.outcomes, width=width, ascii=ascii_only,
-                                           engines=session.engine_use()))
-    missing = session.missing_baselines()
-    if missing is not None:
-        failing = session.missing_baselines_fail()
-        tr.write_line(("error: " if failing else "warning: ") + missing, red=failing, yellow=not failing)
-    for path in session.written:
-        tr.write_line(f"baseline written: {path}")
-    for line in session.power_plans():
-        tr.write_line(line)
-    for note in session.skipped_writes:
-        tr.write_line(f"baseline NOT written: {note}")
-    unused = session.unused_baselines() if (session.settings.compare or session.settings.update) else []
-    for path in unused:
-        tr.write_line(f"unused baseline (its test no longer exists): {path}")
-    for err in session.errors:
-        tr.write_line(f"error: {err}", red=True)
-    for log in session.kept_logs:
-        tr.write_line(f"engine log kept: {log}")
+    out = getattr(tr._tw, "_file", None)  # a terminal gets a table that fits; a CI log every column
+    width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
+    for line, markup in core.summary_lines(session, width, not core.supports_unicode(out)):
+        tr.write_line(line, **markup)
 
 
 @pytest.hookimpl(trylast=True)

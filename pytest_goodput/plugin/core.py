@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from pytest_goodput.plugin.recording import register
 from pytest_goodput.plugin.session import GoodputSession
+from pytest_goodput.plugin.summary import summary_lines
 from pytest_goodput.report.files import write_session_reports
 from pytest_goodput.report.junit import junit_properties
-from pytest_goodput.report.text.terminal import failure_message, render_summary, supports_unicode
+from pytest_goodput.report.text.terminal import failure_message, supports_unicode
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.scenario.marker import check_marker
 from pytest_goodput.schema.scenario.spec import SpecError
 
 __all__ = ["GoodputSession", "SpecError", "check_marker", "failure_message", "junit_properties", "redact",
-           "register", "render_summary", "supports_unicode", "write_session_reports"]
+           "register", "summary_lines", "supports_unicode", "write_session_reports"]
