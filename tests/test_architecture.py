@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pytest_goodput"
 #: Third-party modules that are optional extras (or platform-dependent): imported where used.
-OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop", "ruptures", "ray", "ddsketch")
+OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop", "ruptures", "ray", "ddsketch", "yaml")
 #: The pytest entry point defers loading the core so that installing the plugin costs
 #: unrelated test suites nothing (docs/architecture.md); its settings table, imported with it,
 #: loads the CPU-list parser only when a CPU option is set.

@@ -22,7 +22,7 @@ import sys
 from typing import Optional, TextIO
 
 from pytest_goodput.cli.ab import add_ab_parser, cmd_ab
-from pytest_goodput.cli.compare import cmd_compare
+from pytest_goodput.cli.compare import add_compare_arguments, cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
 from pytest_goodput.cli.history import add_history_parser, cmd_history
 from pytest_goodput.cli.init import add_init_parser, cmd_init
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--json", help="write every outcome (verdicts, intervals, SLOs) here as JSON")
     cmp_.add_argument("--strict", action="store_true")
     cmp_.add_argument("--tolerance", type=float)
+    add_compare_arguments(cmp_)
     fr = sub.add_parser("frontier", help="frontier of a sweep result; compare and plot")
     fr.add_argument("results")
     fr.add_argument("--baseline")

@@ -21,6 +21,7 @@ from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
 from pytest_goodput.judge.noise.sittings import sittings
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.judge.scalar.summary_only import summary_comparisons
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
@@ -135,7 +136,7 @@ def judge(
     )
     if not policy.compare:
         return outcome
-    if baseline is None or not baseline.samples:
+    if baseline is None or not (baseline.samples or baseline.summary_only):
         return outcome.model_copy(update={"baseline_status": "new"})
     update: dict[str, Any] = {}
     reasons: list[str] = []
@@ -146,6 +147,12 @@ def judge(
             update["what_changed"] = what_changed(baseline.env, current.env)
     if baseline.spec_hash != current.spec_hash:
         reasons.insert(0, "the scenario spec changed since the baseline was recorded")
+    if baseline.summary_only or current.summary_only:  # imported summaries: no requests to pair
+        return outcome.model_copy(update={
+            **update, "baseline_status": "incomparable" if reasons else "compared",
+            "incomparable_reasons": reasons, "baseline_key_metrics": dict(baseline.summary),
+            "comparisons": [] if reasons else summary_comparisons(
+                baseline, current, metric_defs(spec, policy.tolerance), policy.confidence)})
     # Same prompts, same output lengths? Different prompts are a different workload.
     workload, prompts_differ = check_workload(baseline.history, current.samples)
     update.update(workload=workload, baseline_key_metrics=dict(baseline.summary))
