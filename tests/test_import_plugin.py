@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_goodput.store import baseline as baseline_store
 
 pytest_plugins = ["pytester"]
@@ -48,3 +50,28 @@ def test_summary_only_file_says_so_and_a_definition_change_is_refused(pytester, 
     res = run(pytester, monkeypatch, "base-1.json", "--goodput-baseline")
     res.assert_outcomes(failed=1)
     res.stdout.fnmatch_lines(["*tpot_ms is defined differently*"])
+
+
+SLO_TEST = '''
+import os
+
+def test_vllm_bench(goodput):
+    goodput.judge_file(os.environ["BENCH_RESULT"], **eval(os.environ["JUDGING"]))
+'''
+
+
+@pytest.mark.parametrize("name, judging, outcome, line", [
+    ("base-1.json", "{'slo': 'guidellm/chat'}", "passed", None),
+    ("half-slots-1.json", "{'slo': 'guidellm/chat'}", "failed", "*SLO attainment BROKEN*16 of 64 requests*"),
+    ("summary-base.json", "{'ttft_ms': 200}", "failed",
+     "*ttft_ms: this vllm-bench file has summaries only, so no request is known to meet a per-request SLO*"),
+    ("base-1.json", "{'concurrency': 8}", "failed", "*concurrency: an imported file's load is the file's*"),
+])
+def test_slos_of_the_test_judge_an_imported_file(pytester, monkeypatch, name, judging, outcome, line):
+    """The load is the file's, the SLOs the test's (GuideLLM's chat preset: P99 TTFT 200 ms)."""
+    pytester.makepyfile(test_bench=SLO_TEST)
+    monkeypatch.setenv("JUDGING", judging)
+    res = run(pytester, monkeypatch, name)
+    res.assert_outcomes(**{outcome: 1})
+    if line:
+        res.stdout.fnmatch_lines([line])

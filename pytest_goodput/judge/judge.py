@@ -155,6 +155,12 @@ def judge(
                 baseline, current, metric_defs(spec, policy.tolerance), policy.confidence)})
     # Same prompts, same output lengths? Different prompts are a different workload.
     workload, prompts_differ = check_workload(baseline.history, current.samples)
+    imported = [x.source.tool for x in (*baseline.sessions, *current.sessions) if x.source is not None]
+    if imported and workload.prompts == "unrecorded":  # other tools' files keep no prompt fingerprint
+        workload = workload.model_copy(update={"prompts": "unchecked"})
+        outcome = outcome.model_copy(update={"notes": [*outcome.notes, (
+            f"imported from {', '.join(sorted(set(imported)))}: the file does not keep its prompts, "
+            "so whether both sides sent the same prompts was not checked")]})
     update.update(workload=workload, baseline_key_metrics=dict(baseline.summary))
     if prompts_differ is not None:
         reasons.append(prompts_differ)

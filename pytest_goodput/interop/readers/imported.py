@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from pytest_goodput.measure.metrics import summarize
+from pytest_goodput.schema.registry import PERCENTILE_SLO_RE
 from pytest_goodput.schema.runs.results import (
     ClientHealth,
     Distribution,
@@ -128,3 +129,42 @@ def spec_for(tool: str, *, concurrency: Optional[int], rate: Optional[float], re
         arrival = "poisson" if burstiness == 1.0 else "gamma"
         return ScenarioSpec(scenario="server", rate=rate, arrival=arrival, burstiness=burstiness, **common)
     return ScenarioSpec(scenario="offline", **common)
+
+
+#: Spec fields that judge a run rather than shape its load: a test may set them on an
+#: imported file (its load is the file's), with ``*_pNN_ms`` percentile SLOs.
+JUDGING_FIELDS = frozenset({"slo", "ttft_ms", "ttfo_ms", "tpot_ms", "attainment", "max_error_rate",
+                            "percentile_slos", "tolerance", "tolerances", "gate", "interactivity_tolerance"})
+_PER_REQUEST_SLOS = ("slo", "ttft_ms", "ttfo_ms", "tpot_ms", "percentile_slos")
+
+
+def is_judging(key: str) -> bool:
+    """A spec field that judges a run (an SLO, a tolerance), not its load."""
+    return key in JUDGING_FIELDS or PERCENTILE_SLO_RE.match(key) is not None
+
+
+def with_judging(run: ImportedRun, args: Mapping[str, Any]) -> ImportedRun:
+    """The run judged under a test's SLOs and tolerances: its spec takes them and, with
+    per-request values, its goodput and percentile SLO checks are computed from its records.
+
+    A load field is refused (the file says what load ran), and so are per-request SLOs on a
+    summary-only file (no request is known to meet them)."""
+    if not args:
+        return run
+    load = sorted(k for k in args if not is_judging(k))
+    if load:
+        raise ForeignFileError(f"{', '.join(load)}: an imported file's load is the file's; only SLOs and "
+                               f"tolerances can be given ({', '.join(sorted(JUDGING_FIELDS))}, *_pNN_ms)")
+    slos = sorted(k for k in args if k in _PER_REQUEST_SLOS or PERCENTILE_SLO_RE.match(k))
+    if slos and not run.source.per_request:
+        raise ForeignFileError(f"{', '.join(slos)}: this {run.source.tool} file has summaries only, so no "
+                               "request is known to meet a per-request SLO; save per-request values "
+                               "(vllm bench serve --save-detailed, AIPerf's profile_export.jsonl)")
+    spec = ScenarioSpec.model_validate({**run.result.spec.model_dump(exclude_unset=True), **args})
+    result = run.result
+    if run.source.per_request:
+        result = per_request_run(list(result.requests), spec, run.source.tool).model_copy(
+            update={"measured_at": result.measured_at})
+    else:
+        result = result.model_copy(update={"spec": spec})
+    return ImportedRun(result=result, source=run.source, recorded_at=run.recorded_at)

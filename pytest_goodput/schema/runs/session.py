@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint, LoadKind
@@ -124,6 +124,14 @@ class Session(_Model):
         description="metric path -> (degradation within the run, its SD)")
     results: list[RunResult] = Field(default_factory=list, exclude=True)
     source: Optional[ResultSource] = Field(None, description="set when imported from another tool's file")
+
+    @model_serializer(mode="wrap")
+    def _without_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Stored sessions of our own runs stay as they were: ``source`` only when imported."""
+        out: dict[str, Any] = handler(self)
+        if out.get("source", 1) is None:
+            del out["source"]
+        return out
 
     @property
     def summary_only(self) -> bool:
