@@ -130,3 +130,15 @@ def test_missing_fields_and_newer_aiperf_schema_are_named(tmp_path):
 def test_format_forced_on_the_wrong_file_is_refused(tmp_path):
     code, out, _ = compare(VLLM / "base-1.json", VLLM / "base-2.json", "--format", "guidellm", tmp_path=tmp_path)
     assert code == 2 and "not a guidellm file" in out and "looks like vllm-bench" in out
+
+
+def test_files_as_repeats_of_one_launch(tmp_path):
+    """``--repeats``: a side's files are runs of one session (the judge's repeat model)."""
+    code, out, doc = compare(VLLM / "base-1.json", VLLM / "half-slots-1.json", "--base", VLLM / "base-2.json",
+                             "--new", VLLM / "half-slots-2.json", "--repeats", tmp_path=tmp_path)
+    assert code == 1, out
+    v = verdicts(doc)
+    assert v["throughput.output_tokens_per_s"] == "regressed" and v["metrics.ttft_ms.p99"] == "regressed"
+    code, out, _ = compare(VLLM / "summary-base.json", VLLM / "summary-half-slots.json", "--base",
+                           VLLM / "summary-base.json", "--repeats", tmp_path=tmp_path)
+    assert code == 2 and "repeats need per-request files" in out

@@ -5,7 +5,8 @@ session file, or a ``run --json`` result; or another tool's result file: ``vllm 
 JSON, AIPerf's ``profile_export.jsonl`` (or its artifact directory, or its aggregate JSON),
 a GuideLLM report (JSON or YAML), told apart by content or forced with ``--format``.
 ``--base PATH`` and ``--new PATH`` (repeatable) add files to a side: each file is one session
-(one launch), judged as a baseline's sessions are. Tests are matched by node id (a single
+(one launch), judged as a baseline's sessions are; with ``--repeats`` other tools' files of
+a side are the repeats of one launch. Tests are matched by node id (a single
 run, and every imported file, is called ``run``). Every test is judged by the same :func:`~pytest_goodput.judge.judge` as
 the plugin's gate: identity, SLOs, metrics, frontiers and capacities. Exit status: 0 pass,
 1 regression or broken SLO (or, with ``--strict``, inconclusive or incomparable), 2 bad
@@ -41,14 +42,17 @@ def add_compare_arguments(cmp_: argparse.ArgumentParser) -> None:
                       help="another file of the new side (repeatable)")
     cmp_.add_argument("--format", choices=("auto", *FORMATS), default="auto",
                       help="read every file as this tool's output (default: told by content)")
+    cmp_.add_argument("--repeats", action="store_true",
+                      help="other tools' files of one side are repeats of one launch (default: one "
+                      "session, one launch, per file)")
 
 
-def load_side(paths: list[str], fmt: Optional[str] = None) -> dict[str, Side]:
+def load_side(paths: list[str], fmt: Optional[str] = None, repeats: bool = False) -> dict[str, Side]:
     """One side from one or more files: our own (baselines, sessions, runs; several files
     add sessions to each test) or other tools' (every file one session of the test ``run``)."""
     imported = [load_foreign(Path(p), fmt) for p in paths]
     if all(r is not None for r in imported):
-        return {"run": imported_side([r for r in imported if r is not None])}
+        return {"run": imported_side([r for r in imported if r is not None], repeats)}
     if any(r is not None for r in imported):
         theirs = [p for p, r in zip(paths, imported) if r is not None]
         raise ValueError(f"{theirs[0]}: another tool's file among pytest-goodput files on one side; "
@@ -65,8 +69,9 @@ def load_side(paths: list[str], fmt: Optional[str] = None) -> dict[str, Side]:
 
 def cmd_compare(ns: argparse.Namespace) -> int:
     fmt = None if getattr(ns, "format", "auto") == "auto" else ns.format
-    base = load_side([ns.base, *getattr(ns, "more_base", [])], fmt)
-    new = load_side([ns.new, *getattr(ns, "more_new", [])], fmt)
+    repeats = getattr(ns, "repeats", False)
+    base = load_side([ns.base, *getattr(ns, "more_base", [])], fmt, repeats)
+    new = load_side([ns.new, *getattr(ns, "more_new", [])], fmt, repeats)
     for nodeid in sorted(set(base) & set(new)):
         gated = [d.path for d in metric_defs(new[nodeid].spec, ns.tolerance)]
         why = definition_mismatch(base[nodeid], new[nodeid], gated)

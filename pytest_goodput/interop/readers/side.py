@@ -1,7 +1,8 @@
 """Imported runs as one side of a comparison, and whether two sides' definitions agree (pure).
 
 Each file is one session (one launch of the tool and the engine), oldest first as given;
-the judge reads them as it reads a baseline's sessions. Files of different tools are judged
+the judge reads them as it reads a baseline's sessions. Files marked as repeats are the runs
+of one session instead (one launch measured several times). Files of different tools are judged
 together only when every gated metric is defined alike on both sides; the refusal names the
 metric and both definitions.
 """
@@ -19,11 +20,21 @@ from pytest_goodput.schema.runs.side import Side
 OUR_TOOL = "pytest-goodput"
 
 
-def imported_side(runs: Sequence[ImportedRun]) -> Side:
-    """One session per file, the spec of the newest."""
+def imported_side(runs: Sequence[ImportedRun], repeats: bool = False) -> Side:
+    """One session per file, the spec of the newest; ``repeats``: the files are repeats of one
+    launch (one session of several runs), which needs per-request files."""
     if not runs:
         raise ValueError("no imported runs")
-    sessions = [imported_session(r) for r in runs]
+    if repeats and len(runs) > 1:
+        summary_only = [r.source.tool for r in runs if not r.source.per_request]
+        if summary_only:
+            raise ValueError(f"repeats need per-request files: a {summary_only[0]} file here has summaries "
+                             "only (each summary-only file is judged as a session of its own)")
+        one = imported_session(runs[-1])
+        sessions = [one.model_copy(update={"samples": samples_of([r.result for r in runs]),
+                                           "results": [r.result for r in runs]})]
+    else:
+        sessions = [imported_session(r) for r in runs]
     spec = runs[-1].result.spec
     return Side(spec, spec.identity_hash(), sessions)
 
