@@ -48,7 +48,8 @@ def aiperf_row(start_ns, ttft, latency, chunks, osl, error=None, phase="profilin
                         "request_latency": {"value": latency, "unit": "ms"},
                         "inter_chunk_latency": {"value": chunks, "unit": "ms"},
                         "output_sequence_length": {"value": osl, "unit": "tokens"},
-                        "input_sequence_length": {"value": 7, "unit": "tokens"}},
+                        "input_sequence_length": {"value": 7, "unit": "tokens"},
+                        "usage_prompt_cache_read_tokens": {"value": 4, "unit": "tokens"}},
             "error": error}
 
 
@@ -61,6 +62,8 @@ def test_aiperf_records_leave_warmup_out_and_count_errors():
     assert not first.ok and first.error_detail == "refused"
     assert second.sent_at == pytest.approx(1.0) and second.tpot_ms == pytest.approx(30.0)  # 60 ms / 2
     assert run.result.issued == 2 and run.result.completed == 1
+    # The engine's prefix-cache hits: 4 of the completed request's 7 prompt tokens.
+    assert run.result.cached_prompt_tokens == 4 and run.result.prefix_cache_hit_rate == pytest.approx(4 / 7)
 
 
 def test_unknown_documents_and_forced_formats():

@@ -130,6 +130,7 @@ def _records(rows: Sequence[Mapping[str, Any]], version: Optional[str]) -> list[
                           prompt_tokens=_int(_value(r, "input_sequence_length")),
                           itl_ms=[float(x) for x in chunks] if isinstance(chunks, list) else None,
                           tpot_ms=_value(r, "inter_token_latency"),
+                          cached_tokens=_int(_value(r, "usage_prompt_cache_read_tokens")),
                           error=str(error.get("message", error) if isinstance(error, Mapping) else error)
                           if error else None))
     return out

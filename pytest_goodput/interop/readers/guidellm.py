@@ -110,6 +110,7 @@ def _records(rows: list[tuple[Mapping[str, Any], bool]], version: str) -> list[R
         out.append(record(i, start - t0, ok=ok, ttft_ms=ttft, e2e_ms=float(latency) * 1000 if latency else None,
                           output_tokens=int(r.get("output_tokens") or 0), prompt_tokens=r.get("prompt_tokens"),
                           tpot_ms=r.get("inter_token_latency_ms"),
+                          cached_tokens=r.get("cached_tokens") if isinstance(r.get("cached_tokens"), int) else None,
                           error=str((r.get("info") or {}).get("error") or "errored") if not ok else None))
     return out
 

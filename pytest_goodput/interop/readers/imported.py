@@ -71,7 +71,8 @@ def imported_client(tool: str) -> ClientHealth:
 
 def record(index: int, start_s: float, *, ok: bool, ttft_ms: Optional[float], e2e_ms: Optional[float],
            output_tokens: int, prompt_tokens: Optional[int], itl_ms: Optional[list[float]] = None,
-           tpot_ms: Optional[float] = None, error: Optional[str] = None) -> RequestRecord:
+           tpot_ms: Optional[float] = None, error: Optional[str] = None,
+           cached_tokens: Optional[int] = None) -> RequestRecord:
     """One request from another tool's numbers: times relative to the run's first start (s).
 
     TPOT is our definition from the chunk gaps when the file has them (their sum is the last
@@ -91,7 +92,7 @@ def record(index: int, start_s: float, *, ok: bool, ttft_ms: Optional[float], e2
         first_token_at=first, last_token_at=last, end_at=end, ttft_ms=ttft_ms if ok else None,
         tpot_ms=tpot_ms, e2e_ms=e2e_ms if ok else None, itl_ms=gaps if ok else [],
         ttft_sent_ms=ttft_ms if ok else None, e2e_sent_ms=e2e_ms if ok else None, ttfo_ms=ttft_ms if ok else None,
-        answer_tpot_ms=tpot_ms)
+        answer_tpot_ms=tpot_ms, cached_tokens=cached_tokens if ok else None)
 
 
 def per_request_run(records: list[RequestRecord], spec: ScenarioSpec, tool: str) -> RunResult:
