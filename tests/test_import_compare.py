@@ -90,6 +90,9 @@ def test_formats_with_one_definition_are_judged_together(tmp_path):
     code, out, doc = compare(DATA / "aiperf" / "base", DATA / "guidellm" / "half-slots.json", tmp_path=tmp_path)
     assert code in (0, 1), out
     assert doc["outcomes"][0]["baseline_status"] == "compared"
+    # ...but their clients differ, and the report says a change may partly be the client's.
+    assert any("measured by different clients (aiperf, guidellm)" in n for n in doc["outcomes"][0]["notes"])
+    assert any("prompts was not checked" in n for n in doc["outcomes"][0]["notes"])
 
 
 def test_mixing_definitions_is_refused_naming_the_metric(tmp_path):

@@ -17,6 +17,7 @@ from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_fronti
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.judge.noise.main_level import is_series, level_notes, level_spreads, main_level
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
+from pytest_goodput.judge.imported import clients_note, prompts_note
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
 from pytest_goodput.judge.noise.sittings import sittings
@@ -147,6 +148,7 @@ def judge(
             update["what_changed"] = what_changed(baseline.env, current.env)
     if baseline.spec_hash != current.spec_hash:
         reasons.insert(0, "the scenario spec changed since the baseline was recorded")
+    outcome = outcome.model_copy(update={"notes": [*outcome.notes, *clients_note(baseline, current)]})
     if baseline.summary_only or current.summary_only:  # imported summaries: no requests to pair
         return outcome.model_copy(update={
             **update, "baseline_status": "incomparable" if reasons else "compared",
@@ -155,12 +157,9 @@ def judge(
                 baseline, current, metric_defs(spec, policy.tolerance), policy.confidence)})
     # Same prompts, same output lengths? Different prompts are a different workload.
     workload, prompts_differ = check_workload(baseline.history, current.samples)
-    imported = [x.source.tool for x in (*baseline.sessions, *current.sessions) if x.source is not None]
-    if imported and workload.prompts == "unrecorded":  # other tools' files keep no prompt fingerprint
+    if workload.prompts == "unrecorded" and (note := prompts_note(baseline, current)):
         workload = workload.model_copy(update={"prompts": "unchecked"})
-        outcome = outcome.model_copy(update={"notes": [*outcome.notes, (
-            f"imported from {', '.join(sorted(set(imported)))}: the file does not keep its prompts, "
-            "so whether both sides sent the same prompts was not checked")]})
+        outcome = outcome.model_copy(update={"notes": [*outcome.notes, note]})
     update.update(workload=workload, baseline_key_metrics=dict(baseline.summary))
     if prompts_differ is not None:
         reasons.append(prompts_differ)
