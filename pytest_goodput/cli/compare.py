@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from pytest_goodput.judge.judge import Policy, fails, judge
-from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK
+from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK, export_flag
+from pytest_goodput.interop.writers import ExportedTest
+from pytest_goodput.report.exports import write_exports
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.report.text.terminal import render_summary
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
@@ -24,6 +27,7 @@ from pytest_goodput.store.readers import load_evidence
 
 
 def cmd_compare(ns: argparse.Namespace) -> int:
+    exports = export_flag(ns)
     base, new = load_evidence(Path(ns.base)), load_evidence(Path(ns.new))
     if set(base) == {"run"} or set(new) == {"run"}:
         if len(base) == 1 and len(new) == 1:  # two single runs: compare them whatever their ids
@@ -38,6 +42,12 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     if ns.json:
         doc = {"schema_version": 1, "outcomes": [o.model_dump(mode="json") for o in outcomes]}
         write_atomic(Path(ns.json), json.dumps(doc, indent=1) + "\n")
+    if exports:
+        tests = [ExportedTest(o.nodeid, tuple(new[o.nodeid].results), o, dict(o.current_env)) for o in outcomes]
+        if not any(t.runs for t in tests):
+            print(f"warning: --export: {ns.new} holds no run results (a baseline keeps per-request "
+                  "samples only): nothing exported", file=sys.stderr)
+        write_exports(exports, tests, "--export")
     invalid_base = [n for n in sorted(new) if n in base
                     and not all(r.client.valid for r in base[n].results)]
     return compare_exit_code(outcomes, policy, invalid_base)
