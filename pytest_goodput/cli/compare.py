@@ -3,7 +3,8 @@
 BASE and NEW may each be a baseline file, a directory of baselines, a ``--goodput-json``
 session file, or a ``run --json`` result. Tests are matched by node id (a single run is
 called ``run``). Every test is judged by the same :func:`~pytest_goodput.judge.judge` as
-the plugin's gate: identity, SLOs, metrics, frontiers and capacities. Exit status: 0 pass,
+the plugin's gate: identity, SLOs, metrics, frontiers and capacities. ``--export
+FORMAT=PATH`` also writes NEW's runs and their outcomes for another tool (docs/export.md). Exit status: 0 pass,
 1 regression or broken SLO (or, with ``--strict``, inconclusive or incomparable), 2 bad
 input, 3 when a side's runs are invalid (the client set the pace) and nothing regressed.
 """
