@@ -200,14 +200,17 @@ def test_bmf_validates_and_its_bounds_are_the_order_statistic_and_wilson_interva
     assert measures["throughput-output-tokens-per-s"] == {"value": pytest.approx(run.throughput.output_tokens_per_s)}
 
 
-def test_bmf_of_a_sweep_has_one_benchmark_per_load():
-    runs = []
-    for users in (1, 2):
-        r = hand_run()
-        spec = r.spec.model_copy(update={"scenario": "sweep", "sweep": (1.0, 2.0)})
-        runs.append(r.model_copy(update={"spec": spec, "load": {"concurrency": float(users)}}))
+def test_bmf_and_pytorch_of_a_sweep_have_one_benchmark_per_load():
+    """Sweep points (or capacity probes) offered different loads: one benchmark each, never
+    values of different loads as repeats of one."""
+    runs = [hand_run().model_copy(update={"load": {"concurrency": float(users)}}) for users in (1, 2, 2)]
     doc = _doc("bmf", [ExportedTest("t.py::sweep", tuple(runs))])
     assert set(doc) == {"t.py::sweep [concurrency=1]", "t.py::sweep [concurrency=2]"}
+    records = _doc("pytorch", [ExportedTest("t.py::sweep", tuple(runs))])
+    ttft = {r["benchmark"]["extra_info"]["test"]: r["metric"]["benchmark_values"] for r in records
+            if r["metric"]["name"] == "metrics.ttft_ms.p99"}
+    assert {k: len(v) for k, v in ttft.items()} == {"t.py::sweep [concurrency=1]": 1,
+                                                    "t.py::sweep [concurrency=2]": 2}
 
 
 # --- PyTorch benchmark database records --------------------------------------------------------

@@ -1,8 +1,8 @@
 """What the one-number-per-metric formats (BMF, PyTorch) report per test, and each value's interval (pure).
 
 A test's numbers are its headline run's key metrics (the last repeat: what every report
-shows, ``measure/headline.py``); a sweep or capacity search reports each of its runs as a
-point of its own, named by its load. A value's interval is the 95 % confidence interval of
+shows, ``measure/headline.py``); a sweep or capacity search reports each load it offered
+as a point of its own, named by that load. A value's interval is the 95 % confidence interval of
 that run's number from its own requests (``docs/export.md``): the distribution-free
 order-statistic interval of a percentile, a seeded bootstrap of a mean, Wilson's interval
 of the attainment. Rates and maxima get none: the run measured their value, not a sample of it.
@@ -38,17 +38,20 @@ class Point:
         return self.runs[-1]
 
 
+def _load(run: RunResult) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted((k, v) for k, v in run.load.items() if k in ("rate", "concurrency")))
+
+
 def points(test: ExportedTest) -> list[Point]:
-    """The test's benchmarks: one (its repeats) or, for a sweep or capacity search, one per load."""
-    if not test.runs:
-        return []
-    if test.runs[0].spec.scenario not in ("sweep", "capacity"):
-        return [Point("", test.runs)]
-    out = []
+    """The test's benchmarks: one (its repeats share a load) or, for a sweep or capacity
+    search, one per load its runs offered, in the order measured."""
+    groups: dict[tuple[tuple[str, float], ...], list[RunResult]] = {}
     for run in test.runs:
-        load = ", ".join(f"{k}={v:g}" for k, v in sorted(run.load.items()) if k in ("rate", "concurrency"))
-        out.append(Point(f" [{load}]", (run,)))
-    return out
+        groups.setdefault(_load(run), []).append(run)
+    if len(groups) <= 1:
+        return [Point("", test.runs)] if test.runs else []
+    return [Point(" [" + ", ".join(f"{k}={v:g}" for k, v in load) + "]", tuple(runs))
+            for load, runs in groups.items()]
 
 
 def measure_name(path: str) -> str:
