@@ -172,6 +172,19 @@ def test_vllm_result_has_vllms_keys_and_units_and_vllms_numbers_hand_computed():
     assert doc["date"] == "20261204-090000" and doc["model_id"] == "tiny-model"
 
 
+def test_vllm_of_a_run_whose_every_request_failed_reads_as_vllms():
+    """vLLM writes 0 for every latency statistic when nothing completed; failures are counted."""
+    records = [_rec(i, float(i), float(i), 0.0, i + 0.05, 0, 10, [], ok=False) for i in range(3)]
+    spec = build_spec({"scenario": "concurrency", "concurrency": 1, "requests": 3, "max_error_rate": 1.0})
+    run = summarize(records, spec, ClientHealth(valid=True, cpu_utilization=0.1), load={"concurrency": 1})
+    doc = _doc("vllm", [ExportedTest("t.py::down", (run,))])
+    assert (doc["completed"], doc["failed"], doc["mean_ttft_ms"], doc["p99_itl_ms"]) == (0, 3, 0.0, 0.0)
+    assert doc["request_throughput"] == 0.0 and doc["ttfts"] == [0.0, 0.0, 0.0]
+    llmd = _doc("llmd", [ExportedTest("t.py::down", (run,))])
+    jsonschema.Draft202012Validator(json.loads((SCHEMAS / "llmd_benchmark_report_v0_2_1.json").read_text())).validate(llmd)
+    assert llmd["results"]["request_performance"]["aggregate"]["requests"]["failures"] == 3
+
+
 def test_vllm_refuses_a_sketched_run_naming_the_formats_that_can_hold_it():
     run = hand_run().model_copy(update={"percentiles": "sketch"})
     with pytest.raises(ExportError, match="sketched.*llmd, bmf or pytorch"):

@@ -73,12 +73,13 @@ def aggregates(arrays: dict[str, list[Any]], ok: Sequence[bool], duration: float
     itls = [v for i in rows for v in arrays["itls"][i]]
     total_in = sum(arrays["input_lens"][i] for i in rows)
     total_out = sum(outs)
+    per_s = 1.0 / duration if duration > 0 else 0.0  # a run with no window delivered no rate
     out: dict[str, Any] = {
         "duration": duration, "completed": len(rows), "failed": len(ok) - len(rows),
         "total_input_tokens": total_in, "total_output_tokens": total_out,
-        "request_throughput": len(rows) / duration,
-        "output_throughput": total_out / duration,
-        "total_token_throughput": (total_in + total_out) / duration,
+        "request_throughput": len(rows) * per_s,
+        "output_throughput": total_out * per_s,
+        "total_token_throughput": (total_in + total_out) * per_s,
     }
     for name, values in zip(PERCENTILE_METRICS, (ttfts, tpots, itls, lat)):
         out.update(_stats(name, values))
