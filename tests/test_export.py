@@ -185,6 +185,16 @@ def test_vllm_of_a_run_whose_every_request_failed_reads_as_vllms():
     assert llmd["results"]["request_performance"]["aggregate"]["requests"]["failures"] == 3
 
 
+def test_an_interrupted_run_is_not_exported():
+    from pytest_goodput.schema.runs.results import Interrupted
+
+    cut = hand_run().model_copy(update={"interrupted": Interrupted(reason="interrupted (Ctrl-C)", planned=8,
+                                                                   done=4, unfinished=4)})
+    assert export(ExportTarget("vllm", "v.json"), [ExportedTest("t.py::x", (cut,))]) == []
+    (path, _), = export(ExportTarget("vllm", "v.json"), [ExportedTest("t.py::x", (hand_run(), cut))])
+    assert path == "v.json"  # one run left: at PATH itself
+
+
 def test_vllm_refuses_a_sketched_run_naming_the_formats_that_can_hold_it():
     run = hand_run().model_copy(update={"percentiles": "sketch"})
     with pytest.raises(ExportError, match="sketched.*llmd, bmf or pytorch"):

@@ -8,6 +8,7 @@ field and says what each format leaves out.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from pytest_goodput.interop.writers import bmf, llmd, pytorch, vllm
@@ -28,7 +29,12 @@ assert set(WRITERS) == set(FORMATS)
 
 
 def export(target: ExportTarget, tests: list[ExportedTest]) -> list[tuple[str, str]]:
-    """(path, text) of every document ``target`` asks for: one file, or one per run."""
+    """(path, text) of every document ``target`` asks for: one file, or one per run.
+
+    A run stopped before its end (``interrupted``) is partial evidence, never judged: it is
+    not exported either, so no dashboard reads it as a measurement.
+    """
+    tests = [replace(t, runs=tuple(r for r in t.runs if r.interrupted is None)) for t in tests]
     tests = [t for t in tests if t.runs]
     if not tests:
         return []
