@@ -29,8 +29,6 @@ from pytest_goodput.schema.runs.results import Distribution, RunResult
 VERSION = "0.2.1"
 #: Our length distributions → llm-d's ``Distribution`` (normal: its ``gaussian``).
 _DISTRIBUTIONS = {"fixed": "fixed", "uniform": "uniform", "normal": "gaussian", "lognormal": "other"}
-#: The environment's keys a report's stack component may carry (never commands or URLs).
-ENV_KEYS = ("hardware", "engine", "engine_version", "plugin_version", "git_commit", "client_cpu")
 
 
 def statistics(d: Distribution, units: str) -> Optional[dict[str, Any]]:
@@ -112,7 +110,7 @@ def _load(test: ExportedTest, run: RunResult, index: int) -> dict[str, Any]:
 
 def _stack(test: ExportedTest) -> list[dict[str, Any]]:
     env = test.environment
-    extra = {k: env[k] for k in ENV_KEYS if env.get(k)}
+    extra = test.exported_environment
     return [{
         "metadata": {"schema_version": "0.0.1", "label": "engine",
                      "cfg_id": run_id(test.model, env.get("engine"), env.get("engine_version"))},

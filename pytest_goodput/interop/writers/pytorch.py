@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from pytest_goodput.interop.writers.llmd import ENV_KEYS
 from pytest_goodput.interop.writers.points import Point, interval, points, slo_limit, values
 from pytest_goodput.interop.writers.source import TOOL, ExportedTest, ExportFile
 from pytest_goodput.measure.headline import lookup
@@ -58,7 +57,7 @@ def _metric_info(test: ExportedTest, point: Point, path: str) -> dict[str, str]:
 def records(tests: list[ExportedTest]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for test in tests:
-        env = {k: test.environment[k] for k in ENV_KEYS if test.environment.get(k)}
+        env = test.exported_environment
         for point in points(test):
             spec = point.headline.spec
             benchmark = {"name": TOOL, "mode": "inference", "dtype": "",

@@ -18,6 +18,8 @@ from pytest_goodput.schema.runs.results import RequestRecord, RunResult
 #: The tool name every export carries (llm-d's ``tool``, PyTorch's ``benchmark.name``).
 TOOL = "pytest-goodput"
 _NAMESPACE = uuid.UUID("6f0e3c52-2b1a-5d1e-9a57-70a1d6a8e5c1")
+#: The environment's keys an export may carry: never an engine's command line or URL.
+ENV_KEYS = ("hardware", "engine", "engine_version", "plugin_version", "git_commit", "client_cpu")
 
 
 class ExportError(ValueError):
@@ -40,7 +42,12 @@ class ExportedTest:
 
     @property
     def engine(self) -> str:
-        return self.environment.get("engine") or self.environment.get("engine_kind") or "unknown"
+        return self.environment.get("engine") or "unknown"
+
+    @property
+    def exported_environment(self) -> dict[str, str]:
+        """The environment as exports carry it (:data:`ENV_KEYS` that are set)."""
+        return {k: self.environment[k] for k in ENV_KEYS if self.environment.get(k)}
 
 
 @dataclass(frozen=True)
