@@ -6,9 +6,11 @@ JSON, AIPerf's ``profile_export.jsonl`` (or its artifact directory, or its aggre
 a GuideLLM report (JSON or YAML), told apart by content or forced with ``--format``.
 ``--base PATH`` and ``--new PATH`` (repeatable) add files to a side: each file is one session
 (one launch), judged as a baseline's sessions are; with ``--repeats`` other tools' files of
-a side are the repeats of one launch. Tests are matched by node id (a single
-run, and every imported file, is called ``run``). Every test is judged by the same :func:`~pytest_goodput.judge.judge` as
-the plugin's gate: identity, SLOs, metrics, frontiers and capacities. Exit status: 0 pass,
+a side are the repeats of one launch. Tests are matched by node id (a single run, and every
+imported file, is called ``run``). Every test is judged by the same
+:func:`~pytest_goodput.judge.judge` as the plugin's gate: identity, SLOs, metrics, frontiers
+and capacities. ``--export FORMAT=PATH`` also writes NEW's runs and their outcomes for another
+tool (docs/export.md). Exit status: 0 pass,
 1 regression or broken SLO (or, with ``--strict``, inconclusive or incomparable), 2 bad
 input, 3 when a side's runs are invalid (the client set the pace) and nothing regressed.
 """
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from pytest_goodput.interop.readers.side import definition_mismatch, imported_side
-from pytest_goodput.judge.judge import Policy, fails, judge, metric_defs
 from pytest_goodput.interop.readers.formats import FORMATS
-from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK
+from pytest_goodput.interop.readers.side import definition_mismatch, imported_side
+from pytest_goodput.interop.writers import ExportedTest
+from pytest_goodput.judge.judge import Policy, fails, judge, metric_defs
+from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK, export_flag
+from pytest_goodput.report.exports import write_exports
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.report.text.terminal import render_summary
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
@@ -68,6 +73,7 @@ def load_side(paths: list[str], fmt: Optional[str] = None, repeats: bool = False
 
 
 def cmd_compare(ns: argparse.Namespace) -> int:
+    exports = export_flag(ns)
     fmt = None if getattr(ns, "format", "auto") == "auto" else ns.format
     repeats = getattr(ns, "repeats", False)
     base = load_side([ns.base, *getattr(ns, "more_base", [])], fmt, repeats)
@@ -90,6 +96,12 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     if ns.json:
         doc = {"schema_version": 1, "outcomes": [o.model_dump(mode="json") for o in outcomes]}
         write_atomic(Path(ns.json), json.dumps(doc, indent=1) + "\n")
+    if exports:
+        tests = [ExportedTest(o.nodeid, tuple(new[o.nodeid].results), o, dict(o.current_env)) for o in outcomes]
+        if not any(t.runs for t in tests):
+            print(f"warning: --export: {ns.new} holds no run results (a baseline keeps per-request "
+                  "samples only): nothing exported", file=sys.stderr)
+        write_exports(exports, tests, "--export")
     invalid_base = [n for n in sorted(new) if n in base
                     and not all(r.client.valid for r in base[n].results)]
     return compare_exit_code(outcomes, policy, invalid_base)
