@@ -145,3 +145,17 @@ def test_files_as_repeats_of_one_launch(tmp_path):
     code, out, _ = compare(VLLM / "summary-base.json", VLLM / "summary-half-slots.json", "--base",
                            VLLM / "summary-base.json", "--repeats", tmp_path=tmp_path)
     assert code == 2 and "repeats need per-request files" in out
+
+
+def test_exported_vllm_json_reads_back_with_equal_metrics(tmp_path):
+    """An imported file exported as vLLM's JSON (``--export vllm=``) and read back: the same
+    requests, so every metric is equal and the judge sees no change."""
+    exported = tmp_path / "exported.json"
+    code, out, _ = compare(VLLM / "base-1.json", VLLM / "base-2.json", "--export", f"vllm={exported}",
+                           tmp_path=tmp_path)
+    assert code == 0 and exported.exists(), out
+    code, out, doc = compare(VLLM / "base-2.json", exported, tmp_path=tmp_path)
+    assert code == 0, out
+    (outcome,) = doc["outcomes"]
+    assert outcome["key_metrics"] == outcome["baseline_key_metrics"]
+    assert all(c["change"] == pytest.approx(0.0, abs=1e-9) for c in outcome["comparisons"])
