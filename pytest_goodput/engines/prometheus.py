@@ -5,7 +5,7 @@ its KV cache was and how often it preempted. Scraping before and after a run and
 difference puts that next to the client's numbers, whatever the engine. Parsing is left to
 ``prometheus_client``'s own parser, never done by hand.
 
-``scrape`` does I/O; ``delta``, ``neutral`` and ``server_metrics`` are pure.
+``fetch`` and ``scrape`` do I/O; ``delta``, ``neutral`` and ``server_metrics`` are pure.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
-    "COUNTERS", "GAUGES", "NEUTRAL_NAMES", "scrape", "parse", "delta", "neutral", "server_metrics",
+    "COUNTERS", "GAUGES", "NEUTRAL_NAMES", "fetch", "scrape", "parse", "parse_or_none", "delta", "neutral",
+    "server_metrics",
 ]
 
 GAUGES: dict[str, tuple[str, ...]] = {
@@ -92,19 +93,29 @@ def parse(text: str) -> dict[str, float]:
     return out
 
 
-def scrape(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[dict[str, float]]:
-    """Fetch and parse ``/metrics``; ``None`` when the engine has no (reachable) endpoint."""
+def fetch(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[str]:
+    """The ``/metrics`` text; ``None`` when the engine has no (reachable) endpoint."""
 
     try:
         r = httpx.get(metrics_url(base_url_or_metrics_url), timeout=timeout_s, trust_env=False)
     except httpx.HTTPError:
         return None
-    if r.status_code != 200:
+    return r.text if r.status_code == 200 else None
+
+
+def parse_or_none(text: Optional[str]) -> Optional[dict[str, float]]:
+    """:func:`parse`, or ``None`` for no text or text that is not Prometheus's (JSON, HTML)."""
+    if text is None:
         return None
     try:
-        return parse(r.text)
-    except (ValueError, IndexError, KeyError, TypeError):  # not Prometheus text (JSON, HTML)
+        return parse(text)
+    except (ValueError, IndexError, KeyError, TypeError):
         return None
+
+
+def scrape(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[dict[str, float]]:
+    """Fetch and parse ``/metrics``; ``None`` when the engine has no (reachable) endpoint."""
+    return parse_or_none(fetch(base_url_or_metrics_url, timeout_s))
 
 
 def _is_counter(name: str) -> bool:

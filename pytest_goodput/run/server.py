@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Callable, Optional
 
 from pytest_goodput.engines.prometheus import GAUGES, neutral
+from pytest_goodput.measure.clocks.summary import clock_summary
 from pytest_goodput.schema.runs.results import RunResult
 
 #: Seconds between scrapes during a run: enough samples for a mean, little load on client and engine.
@@ -142,6 +143,7 @@ def server_summary(runs: Sequence[RunResult]) -> dict[str, float]:
     if spec:  # speculative decoding: accepted / draft tokens over all runs
         out["spec_decode_acceptance_rate"] = (sum(m.get("spec_decode_accepted_tokens", 0.0) for m in spec)
                                               / sum(m["spec_decode_draft_tokens"] for m in spec))
+    out.update(clock_summary(runs))  # the engine's clock beside ours (measure/clocks/summary.py)
     return out
 
 
