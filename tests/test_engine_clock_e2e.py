@@ -10,6 +10,8 @@ move and they say engine-side.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -63,8 +65,9 @@ def test_planted_client_delay_is_not_the_engine_and_a_slower_engine_is(pytester,
         (tmp_path / "a").mkdir()
         outcome, report = _gate(pytester, url, tmp_path / "a")
     for c in _ttft_regressed(outcome):
-        assert "client/network side: the engine's own TTFT did not move with ours" in c["note"]
-    assert any("client/network" in n for n in outcome["notes"])
+        assert "client/network: the engine's mean TTFT did not move" in c["note"]
+    assert any("TTFT regressed on the client/network side: the engine's own TTFT did not move with ours"
+               in n for n in outcome["notes"])
     server = outcome["server"]
     assert server["current"]["engine_ttft_count"] == 60 and server["baseline"]["engine_ttft_count"] == 60
     assert "**The engine's clock**" in report and "**Whose clock moved:** TTFT regressed on the client/network" in report
@@ -73,5 +76,33 @@ def test_planted_client_delay_is_not_the_engine_and_a_slower_engine_is(pytester,
         (tmp_path / "b").mkdir()
         outcome, report = _gate(pytester, slow.base_url, tmp_path / "b")
     for c in _ttft_regressed(outcome):
-        assert "TTFT regressed engine-side: the engine's own TTFT moved with ours" in c["note"]
+        assert "engine-side (engine mean TTFT +" in c["note"]
+    assert any("TTFT regressed engine-side: the engine's own TTFT moved with ours" in n for n in outcome["notes"])
     assert "**Whose clock moved:** TTFT regressed engine-side" in report
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_goodput", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cli_run_and_compare_with_per_request_metrics(tmp_path):
+    """vLLM's per-request ``metrics`` (the simulator's, on its own clock): kept on each record,
+    shown by ``run`` beside ours, and ``compare`` attributes a planted delay by them."""
+    load = ["--scenario", "server", "--rate", "20", "--requests", "40", "--isl", "16", "--osl", "8"]
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    with simulator(slowdown=2.0, per_request_metrics=True) as eng:
+        run = _cli("run", "--url", eng.base_url, *load, "--json", str(base))
+        with delay_proxy(eng.base_url, 0.06) as url:
+            assert _cli("run", "--url", url, *load, "--json", str(head)).returncode == 0
+    assert run.returncode == 0, run.stderr
+    assert "the engine's clock" in run.stdout and "TTFT per request (queue + TTFT)" in run.stdout
+    records = json.loads(base.read_text())["requests"]
+    timed = [r["engine"] for r in records if r["ok"] and not r["warmup"]]
+    assert len(timed) == 40 and all(t["time_to_first_token_ms"] > 0 for t in timed)
+    cmp = _cli("compare", str(base), str(head), "--json", str(tmp_path / "cmp.json"))
+    assert cmp.returncode == 1, cmp.stdout + cmp.stderr
+    outcome = json.loads((tmp_path / "cmp.json").read_text())["outcomes"][0]
+    assert any(n.startswith("TTFT regressed on the client/network side") and "(per-request metrics)" in n
+               for n in outcome["notes"]), outcome["notes"]
+    assert outcome["server"]["current"]["engine_requests"] == 40

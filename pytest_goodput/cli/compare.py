@@ -18,6 +18,7 @@ from pytest_goodput.judge.judge import Policy, fails, judge
 from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.report.text.terminal import render_summary
+from pytest_goodput.run.server import with_server
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.store.files import write_atomic
 from pytest_goodput.store.readers import load_evidence
@@ -29,7 +30,8 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         if len(base) == 1 and len(new) == 1:  # two single runs: compare them whatever their ids
             base = {next(iter(new)): next(iter(base.values()))}
     policy = Policy(compare=True, strict=ns.strict, tolerance=ns.tolerance)
-    outcomes = [judge(nodeid, new[nodeid], base.get(nodeid), policy) for nodeid in sorted(new)]
+    outcomes = [with_server(judge(nodeid, new[nodeid], base.get(nodeid), policy), new[nodeid], base.get(nodeid))
+                for nodeid in sorted(new)]
     if not outcomes:
         raise ValueError(f"{ns.new}: no test results to compare")
     print(render_summary(outcomes))
