@@ -19,13 +19,12 @@ from pytest_goodput.schema.runs.engine_clock import Histogram
 __all__ = ["HISTOGRAMS", "histograms", "run_histograms"]
 
 HISTOGRAMS: dict[str, tuple[str, ...]] = {
-    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
-    "itl": (
-        "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
-        "sglang:inter_token_latency_seconds", "tgi_request_mean_time_per_token_duration",
-    ),
+    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds",
+             "trtllm_time_to_first_token_seconds", "lmdeploy:time_to_first_token_seconds"),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+            "sglang:inter_token_latency_seconds", "lmdeploy:iter_token_latency"),
     "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds",
-            "tgi_request_duration"),
+            "trtllm_e2e_request_latency_seconds", "lmdeploy:e2e_request_latency_seconds", "tgi_request_duration"),
     "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "tgi_request_queue_duration"),
 }
 """Neutral latency → the engine's histogram families, first present wins (all in seconds)."""
