@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client import Histogram as PromHistogram
 
 from pytest_goodput.engines.histograms import histograms, run_histograms
+from pytest_goodput.engines.prometheus import families
 from pytest_goodput.judge.attribution import ENGINE_SHARE, attribute, with_attribution
 from pytest_goodput.measure.clocks.histogram import delta, mean_ms, merge, percentile_bounds_ms
 from pytest_goodput.measure.clocks.summary import clock_summary
@@ -73,18 +74,18 @@ def test_histograms_are_read_by_neutral_name_summed_over_labels():
         h["vllm:inter_token_latency_seconds"].labels("a").observe(0.005)
         h["vllm:time_per_output_token_seconds"].labels("a").observe(0.5)
         h["sglang:queue_time_seconds"].labels("a").observe(0.001)
-    found = histograms(_exposition(observe))
+    found = histograms(families(_exposition(observe)))
     ttft = found["ttft"]  # two label sets summed: ≤10 ms: 1, ≤20 ms: 2, all 3, sum 3.02 s
     assert (ttft.bounds, ttft.cumulative, ttft.count, ttft.sum) == ([0.01, 0.02], [1, 2], 3, pytest.approx(3.02))
     assert found["itl"].series == "vllm:inter_token_latency_seconds"  # preferred over the older name
     assert found["queue"].series == "sglang:queue_time_seconds" and "e2e" not in found
-    assert histograms("<html>not prometheus</html>") == {} and histograms("") == {}
+    assert families("<html>not prometheus</html>") is None and histograms(families("")) == {}
 
 
 def test_an_engine_without_histograms_has_no_engine_clock():
-    text = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
-    assert run_histograms(text, text) == {}
-    assert run_histograms(None, text) == {} and run_histograms(text, None) == {}
+    parsed = families("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+    assert run_histograms(parsed, parsed) == {}
+    assert run_histograms(None, parsed) == {} and run_histograms(parsed, families(None)) == {}
     assert clock_summary([RunResult.model_construct(engine_histograms={}, requests=[])]) == {}
 
 

@@ -3,15 +3,15 @@
 Why: the engine's clock is the one witness that can tell an engine regression from a client or
 network delay. Every major engine exports TTFT / ITL / E2E / queue-time histograms under its own
 names (``docs/engines.md``, "The engine's clocks"); these are read from the same scrapes the
-runner makes before and after a run, so they cost no extra request. Parsing is
-``prometheus_client``'s.
+runner makes before and after a run, parsed once (``prometheus.families``, ``prometheus_client``'s
+parser), so they cost no extra request and no second parse.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.metrics_core import Metric
 
 from pytest_goodput.measure.clocks.histogram import delta
 from pytest_goodput.schema.runs.engine_clock import Histogram
@@ -50,31 +50,29 @@ def _family(samples: list) -> Optional[tuple[list[float], list[float], float, fl
     return bounds, [buckets[b] for b in bounds], count, total
 
 
-def histograms(text: str) -> dict[str, Histogram]:
-    """Exposition text → {ttft|itl|e2e|queue: Histogram}; empty when the engine exports none."""
+def histograms(parsed: Iterable[Metric]) -> dict[str, Histogram]:
+    """Parsed ``/metrics`` families (``prometheus.families``) → {ttft|itl|e2e|queue: Histogram};
+    empty when the engine exports none."""
     found: dict[str, Histogram] = {}
-    try:
-        families = list(text_string_to_metric_families(text))
-    except (ValueError, IndexError, KeyError, TypeError):  # not Prometheus text
-        return {}
     rank = {name: i for names in HISTOGRAMS.values() for i, name in enumerate(names)}
-    for family in families:
+    for family in parsed:
         key = _WANTED.get(family.name)
         if key is None or family.type != "histogram":
             continue
         if key in found and rank[found[key].series] <= rank[family.name]:
             continue
-        parsed = _family(family.samples)
-        if parsed is not None:
-            bounds, cumulative, count, total = parsed
+        read = _family(family.samples)
+        if read is not None:
+            bounds, cumulative, count, total = read
             found[key] = Histogram(series=family.name, bounds=bounds, cumulative=cumulative,
                                    count=count, sum=total)
     return found
 
 
-def run_histograms(before: Optional[str], after: Optional[str]) -> dict[str, Histogram]:
-    """The run's own histograms: after − before of each latency the engine exports (a labelled
-    histogram first seen after the run counts whole). Empty without both scrapes: no engine clock."""
+def run_histograms(before: Optional[Iterable[Metric]], after: Optional[Iterable[Metric]]) -> dict[str, Histogram]:
+    """The run's own histograms from the families of the scrapes before and after it: after −
+    before of each latency the engine exports (a labelled histogram first seen after the run
+    counts whole). Empty without both scrapes: no engine clock."""
     if before is None or after is None:
         return {}
     old = histograms(before)

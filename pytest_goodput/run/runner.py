@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.engines.histograms import run_histograms
-from pytest_goodput.engines.prometheus import fetch, parse_or_none, server_metrics
+from pytest_goodput.engines.prometheus import families, fetch, flatten, server_metrics
 from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.sending.loops import ProgressFn
@@ -36,8 +36,8 @@ def run_once(
 ) -> RunResult:
     """One run of a single-load spec; the engine's ``/metrics`` are read before, during and after it."""
     metrics_url = engine.base_url.removesuffix("/v1") + "/metrics"
-    before_text = fetch(metrics_url)
-    before = parse_or_none(before_text)
+    before_families = families(fetch(metrics_url))  # parsed once: flat numbers and histograms
+    before = flatten(before_families) if before_families is not None else None
     scraper = GaugeScraper(metrics_url) if before is not None else None
     sampler = GaugeSampler(scraper).start() if scraper is not None else None
     try:
@@ -52,11 +52,11 @@ def run_once(
         during = sampler.stop() if sampler is not None else {}
         if scraper is not None:
             scraper.close()
-    after_text = fetch(metrics_url) if before is not None else None
-    server = server_metrics(before, parse_or_none(after_text))
+    after_families = families(fetch(metrics_url)) if before is not None else None
+    server = server_metrics(before, flatten(after_families) if after_families is not None else None)
     if server:
         server.update(during)
-    clock = run_histograms(before_text, after_text)  # the engine's clock over the run
+    clock = run_histograms(before_families, after_families)  # the engine's clock over the run
     update = {"server_metrics": server, "engine_histograms": clock}
     return result.model_copy(update={k: v for k, v in update.items() if v})
 
