@@ -7,6 +7,7 @@ Every expected number here is computed by hand in the comment beside it
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -19,6 +20,7 @@ from pytest_goodput.judge.attribution import ENGINE_SHARE, attribute, with_attri
 from pytest_goodput.measure.clocks.histogram import delta, mean_ms, merge, percentile_bounds_ms
 from pytest_goodput.measure.clocks.summary import clock_summary
 from pytest_goodput.measure.clocks.timing import engine_timing
+from pytest_goodput.measure.records.response import parse_body, parse_stream
 from pytest_goodput.report.md.clock import clock_block
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.schema.runs.engine_clock import EngineTiming, Histogram
@@ -170,3 +172,16 @@ def test_the_verdicts_and_the_markdown_report_say_whose_clock_moved():
     assert "**The engine's clock**" in report and "| TTFT | current | 80 | 10.5 |" in report
     assert "**Whose clock moved:** TTFT regressed on the client/network side" in report
     assert clock_block(outcome("tests/test_x.py::test_chat", server={"current": {"waiting_mean": 1.0}})) == ""
+
+
+def test_the_metrics_object_is_read_from_a_streams_usage_chunk_and_from_a_body():
+    m = {"time_to_first_token_ms": 4.0, "queue_time_ms": 1.0}
+    usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    stream = (b'data: {"id":"c","choices":[{"index":0,"text":" a","finish_reason":"length"}]}\n\n'
+              b'data: ' + json.dumps({"id": "c", "choices": [], "usage": usage, "metrics": m}).encode()
+              + b"\n\ndata: [DONE]\n\n")
+    assert parse_stream([(1.0, stream)]).engine_metrics == m
+    body = {"id": "c", "choices": [{"index": 0, "text": " a", "finish_reason": "length"}], "usage": usage,
+            "metrics": m}
+    assert parse_body([(1.0, json.dumps(body).encode())], 1.0).engine_metrics == m
+    assert parse_body([(1.0, json.dumps({**body, "metrics": None}).encode())], 1.0).engine_metrics is None

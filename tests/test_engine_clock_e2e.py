@@ -22,6 +22,7 @@ import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
 from delayproxy import delay_proxy
+from refserver import serve_in_thread
 from pytest_goodput.engines.engine import simulator
 
 pytest_plugins = ["pytester"]
@@ -106,3 +107,25 @@ def test_cli_run_and_compare_with_per_request_metrics(tmp_path):
     assert any(n.startswith("TTFT regressed on the client/network side") and "(per-request metrics)" in n
                for n in outcome["notes"]), outcome["notes"]
     assert outcome["server"]["current"]["engine_requests"] == 40
+
+
+def test_an_engine_without_a_clock_breaks_nothing_and_says_so(tmp_path):
+    """The reference server has no ``/metrics``: no engine clock in ``run``'s output or the
+    result, and a TTFT regression ``compare`` finds says it cannot be attributed."""
+    load = ["--scenario", "concurrency", "--concurrency", "1", "--requests", "6", "--warmup", "0",
+            "--isl", "8", "--osl", "8", "--model", "ref-model"]
+    out = {}
+    for name, ttft in (("base", 20.0), ("head", 120.0)):
+        out[name] = tmp_path / f"{name}.json"
+        with serve_in_thread(ttft_ms=ttft, itl_ms=5.0) as srv:
+            res = _cli("run", "--url", f"http://127.0.0.1:{srv.port}", *load, "--json", str(out[name]))
+        assert res.returncode == 0 and "engine's clock" not in res.stdout, res.stdout + res.stderr
+        result = json.loads(out[name].read_text())
+        assert result["engine_histograms"] == {} and all(r["engine"] is None for r in result["requests"])
+    cmp = _cli("compare", str(out["base"]), str(out["head"]), "--json", str(tmp_path / "cmp.json"))
+    assert cmp.returncode == 1, cmp.stdout + cmp.stderr
+    outcome = json.loads((tmp_path / "cmp.json").read_text())["outcomes"][0]
+    assert outcome["server"] is None
+    assert "TTFT regressed; no engine clock on either side" in " ".join(outcome["notes"]), outcome["notes"]
+    assert any(c["note"].endswith("no engine clock on either side") for c in outcome["comparisons"]
+               if c["metric"].startswith("metrics.ttft_ms.") and c["verdict"] == "regressed")

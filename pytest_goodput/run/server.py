@@ -175,6 +175,6 @@ def with_server(outcome: TestOutcome, new: Side, base: Optional[Side]) -> TestOu
     if outcome.scenario == "capacity":
         return outcome
     cur, old = side_summary(new), side_summary(base)
-    if not cur and not old:
-        return outcome
-    return with_attribution(outcome.model_copy(update={"server": {"current": cur or None, "baseline": old or None}}))
+    if cur or old:
+        outcome = outcome.model_copy(update={"server": {"current": cur or None, "baseline": old or None}})
+    return with_attribution(outcome)  # without either: a moved TTFT says there is no engine clock
