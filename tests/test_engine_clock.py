@@ -133,6 +133,11 @@ def test_the_simulator_stamps_requests_on_its_own_clock():
     assert m == pytest.approx({"time_to_first_token_ms": 200.0, "queue_time_ms": 300.0,
                                "generation_time_ms": 300.0, "mean_itl_ms": 100.0, "tokens_per_second": 8.0})
     assert clock.metrics("r") is None  # handed out once
+    clock.arrived("late", 2.0)  # admitted at 2.0 s, taken by a step the lagging loop started at 1.9 s
+    clock.emitted("late", 1, True, at=2.1, step_s=0.2)
+    assert clock.metrics("late") == pytest.approx({"time_to_first_token_ms": 200.0, "queue_time_ms": 0.0,
+                                                   "generation_time_ms": 0.0, "mean_itl_ms": None,
+                                                   "tokens_per_second": 5.0})
 
 
 def _sides(eng_base: float, eng_cur: float, ours_base: float, ours_cur: float, key="engine_ttft_mean_ms"):

@@ -9,7 +9,9 @@ not move these; a slower engine does.
 Histograms use vLLM's bucket bounds; per-request ``metrics`` use vLLM's field names
 (``--enable-per-request-metrics``). The queue time of a request is its arrival to the start
 of the step that produced its first token (a prefill chunked over several steps counts its
-earlier steps as queue). Per token: one dict lookup, a subtraction and a bisection.
+earlier steps as queue). Arrivals are read on the wall clock and steps run on virtual
+deadlines that lag it when the loop is late: a request admitted after the virtual start of
+the step that takes it arrived, on the engine's clock, at that start. Per token: one dict lookup, a subtraction and a bisection.
 """
 
 from __future__ import annotations
@@ -76,7 +78,10 @@ class EngineClock:
             itl.sum += v
             itl.count += 1
         else:
-            r[1], r[2] = max(r[0], at - step_s), at
+            start = at - step_s
+            if r[0] > start:  # admitted after the step's virtual start (the loop ran late): it joined it
+                r[0] = start
+            r[1], r[2] = start, at
             self.ttft.observe(at - r[0])
             self.queue.observe(r[1] - r[0])
         r[3], r[4] = at, r[4] + n
