@@ -9,15 +9,12 @@ percentiles come from histogram buckets and are shown as the bucket that holds t
 from __future__ import annotations
 
 from pytest_goodput.judge.attribution import attribute
+from pytest_goodput.report.md.md_context import WHY_STATUSES
 from pytest_goodput.report.md.mdtable import escape_cell, table
 from pytest_goodput.report.text.clock import HEADERS, clock_rows, gap_line
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 __all__ = ["clock_block"]
-
-#: Statuses whose report shows the block even when no TTFT verdict moved.
-_SHOWN = frozenset({"regressed", "inconclusive", "underpowered", "slo-failed"})
-
 
 def clock_block(o: TestOutcome) -> str:
     """The engine's latencies, baseline and current, beside ours; "" without an engine clock."""
@@ -25,7 +22,7 @@ def clock_block(o: TestOutcome) -> str:
     cur, base = server.get("current") or {}, server.get("baseline") or {}
     moved = attribute(o.comparisons, cur, base)
     rows = [*clock_rows("baseline", base), *clock_rows("current", cur)]
-    if not rows or (moved is None and o.status not in _SHOWN):
+    if not rows or (moved is None and o.status not in WHY_STATUSES):
         return ""
     parts = ["**The engine's clock** — its own latencies (ms) beside ours; P50/P90/P99 are the "
              "histogram bucket that holds them, means are exact:",
