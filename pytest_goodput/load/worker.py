@@ -96,7 +96,7 @@ def quiet_collector() -> Iterator[None]:
 
     A full collection walks the whole heap: 35-40 ms for the client's ~70,000 objects, one
     loop stall with the thread running, which a 64-stream closed loop met mid-run (24-33 ms)
-    and a replay of 2,000 trace rows too (``docs/decisions.md``, 2026-12-02). Frozen
+    and a replay of 2,000 trace rows too (``docs/archive/decisions-log.md``, 2026-12-02). Frozen
     (``gc.freeze``), the heap is left out of every pass; the old generation's threshold
     defers the full pass over what the run allocates (3.6 ms for a 640-request phase's
     exchanges) to the phase's end. The young generations go on collecting: during such phases

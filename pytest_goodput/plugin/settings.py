@@ -32,7 +32,7 @@ def _bool(v: Any) -> bool:
 class Option:
     name: str  # attribute in Settings; CLI flag --goodput-<name with dashes>; ini goodput_<name>
     help: str
-    kind: str = "str"  # str | float | bool | int
+    kind: str = "str"  # str | float | bool | int | list (repeatable flag; words in ini and env)
     env: Optional[str] = None
     cli: bool = True
     attr: Optional[str] = None  # Settings field, when it differs from ``name``
@@ -111,6 +111,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "
            "off (default), auto (when CAP_NET_RAW allows, else read-time stamps, said once), on "
            "(fail when it cannot capture)"),
+    Option("export", "FORMAT=PATH, repeatable: write results for another tool (llmd, vllm, bmf, pytorch)", "list"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 CAPTURE_MODES = ("off", "auto", "on")
@@ -213,6 +214,7 @@ class Settings:
     ab_exclusive: bool = False
     ab_relaunch: bool = False
     capture: Optional[str] = None
+    export: Optional[list[str]] = None  # FORMAT=PATH values, checked once the session has goodput work
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -347,7 +349,7 @@ def capture_refused() -> Optional[str]:
     return unavailable("http://127.0.0.1")
 
 
-_CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": float, "bool": _bool, "int": int}
+_CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": float, "bool": _bool, "int": int, "list": str.split}
 
 
 def resolve(
@@ -369,7 +371,7 @@ def resolve(
             if raw is None or raw == "" or (raw is False and where == opt.flag):
                 continue
             try:
-                values[opt.field] = _CONVERT[opt.kind](raw)
+                values[opt.field] = _CONVERT[opt.kind](" ".join(raw) if isinstance(raw, list) else raw)
             except (TypeError, ValueError):
                 raise SettingsError(
                     f"{where}: {raw!r} is not a valid {opt.kind} for {opt.name}"
