@@ -32,6 +32,7 @@ from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK, export_flag
 from pytest_goodput.report.exports import write_exports
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.report.text.terminal import render_summary
+from pytest_goodput.run.server import with_server
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.store.foreign import load_foreign
@@ -87,7 +88,8 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         if len(base) == 1 and len(new) == 1:  # two single runs: compare them whatever their ids
             base = {next(iter(new)): next(iter(base.values()))}
     policy = Policy(compare=True, strict=ns.strict, tolerance=ns.tolerance)
-    outcomes = [judge(nodeid, new[nodeid], base.get(nodeid), policy) for nodeid in sorted(new)]
+    outcomes = [with_server(judge(nodeid, new[nodeid], base.get(nodeid), policy), new[nodeid], base.get(nodeid))
+                for nodeid in sorted(new)]
     if not outcomes:
         raise ValueError(f"{ns.new}: no test results to compare")
     print(render_summary(outcomes))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.judge.attribution import with_attribution
 from pytest_goodput.judge.evidence import from_baseline, from_measurement, from_measurements
 from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.interop.readers.side import definition_mismatch
@@ -97,7 +98,7 @@ def gate(
         outcome, decided = judge_look(nodeid, head, baseline, judging, planned, location=location)
     else:
         outcome = judge(nodeid, current, baseline, judging, location=location)
-    outcome = outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes]))
+    outcome = with_attribution(outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes])))
     if not policy.update:
         return Gated(outcome, decided=decided)
     return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current],

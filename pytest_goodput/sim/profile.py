@@ -79,6 +79,9 @@ class SimProfile(BaseModel):
     spec_accept: float = Field(
         1.0, ge=0, le=1, description="chance each draft token is accepted (the first rejection "
         "ends the step's accepted run)")
+    per_request_metrics: bool = Field(
+        False, description="vLLM's --enable-per-request-metrics: a `metrics` object (the engine's "
+        "own TTFT, queue time, ...) in non-streamed bodies and a stream's usage chunk")
     # --- faults and regressions ----------------------------------------------------------
     slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
     time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")
@@ -218,3 +221,13 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         kind = int if name in ("max_queue", "error_status", "queue_full_status") else type(f.default)
         parser.add_argument(flag, type=kind, default=None, help=helptext)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``pytest-goodput sim``'s flags: server options plus one ``--kebab-case`` flag per knob."""
+    ap = argparse.ArgumentParser(prog="pytest-goodput sim", description="Run the engine simulator.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--trace", default=None, help="append intended/actual token write times (JSONL)")
+    add_profile_arguments(ap)
+    return ap

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from pytest_goodput.measure.clocks.timing import engine_timing
 from pytest_goodput.measure.records.crosscheck import (
     USAGE_TOKEN_FACTOR,
     ending_failure,
@@ -213,6 +214,7 @@ def to_record(
     if reported:
         rec["prompt_tokens"] = prompt
     rec["cached_tokens"] = cached_prompt_tokens(parsed.usage, rec["prompt_tokens"])
+    rec["engine"] = engine_timing(parsed.engine_metrics)
     rec.update(image_fields(plan, ex.request_bytes, prompt if reported else None))
 
     kind, detail = ex.error_kind, ex.error_detail

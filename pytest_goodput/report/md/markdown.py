@@ -16,6 +16,7 @@ from pytest_goodput.run.launches import RECORDING_NOTE
 from pytest_goodput.report.text.cost import cost_lines
 from pytest_goodput.report.text.engine_line import engine_line
 from pytest_goodput.report.md.md_context import details as env_details
+from pytest_goodput.report.md.clock import clock_block
 from pytest_goodput.report.md.md_context import questions_table, why_block
 from pytest_goodput.report.md.md_shapes import capacity_block, frontier_block, step_details
 from pytest_goodput.report.md.mdtable import code_span, escape_cell, table
@@ -168,7 +169,7 @@ def _section(o: TestOutcome) -> str:
         parts.append(trend_section(o.trends))
     if o.slos:
         parts.append(_slo_table(o))
-    for block in (why_block(o), frontier_block(o, _load_mermaid()) if o.frontier else "", capacity_block(o),
+    for block in (why_block(o), clock_block(o), frontier_block(o, _load_mermaid()) if o.frontier else "", capacity_block(o),
                   slices_block(o)):
         if block:
             parts.append(block)

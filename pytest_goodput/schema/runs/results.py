@@ -6,10 +6,11 @@ Pure pydantic models. ``RESULT_SCHEMA_VERSION`` is bumped on any incompatible ch
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from pytest_goodput.schema.runs.engine_clock import EngineTiming, Histogram
 from pytest_goodput.schema.runs.slices import Slices
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.schema.outcomes.workload_check import PromptSet
@@ -18,8 +19,7 @@ RESULT_SCHEMA_VERSION = 1
 
 ErrorKind = Literal["http_status", "timeout", "transport", "malformed_stream", "short_output",
                     "truncated", "engine_error", "finish_reason"]
-ERROR_KINDS: tuple[str, ...] = ("http_status", "timeout", "transport", "malformed_stream", "short_output",
-                                "truncated", "engine_error", "finish_reason")
+ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
 TokenCountSource = Literal["usage", "tokenizer", "chunks"]
 LatencyOrigin = Literal["sent_at", "scheduled_at"]
 WindowBasis = Literal["arrivals", "steady_state", "sends"]
@@ -109,6 +109,7 @@ class RequestRecord(_Model):
     leading_blank_chunks: int = Field(
         0, description="whitespace-only content chunks before the first output chunk (TTFT "
         "counts from the first chunk with visible text)")
+    engine: Optional[EngineTiming] = None  # the engine's own timing, when it sends it (vLLM)
 
 
 class Distribution(_Model):
@@ -136,8 +137,7 @@ class LatencyMetrics(_Model):
     reasoning_tokens: Distribution = Field(default_factory=Distribution,
                                            description="reasoning tokens per completed request")
     # Multi-turn conversations (docs/metrics.md, "Conversations"); empty without them.
-    ttft_later_ms: Distribution = Field(default_factory=Distribution,
-                                        description="TTFT of turns 2 and later (ms)")
+    ttft_later_ms: Distribution = Field(default_factory=Distribution, description="TTFT of turns 2+ (ms)")
     ttft_ms_by_turn: dict[str, Distribution] = Field(default_factory=dict,
                                                      description="TTFT (ms) by turn number")
     reasoning_tpot_ms: Distribution = Field(default_factory=Distribution,
@@ -149,8 +149,7 @@ class LatencyMetrics(_Model):
     images: Distribution = Field(default_factory=Distribution, description="images per request")
     image_tokens: Distribution = Field(default_factory=Distribution,
                                        description="prompt tokens beyond the text (requests with images)")
-    tokens_per_chunk: Distribution = Field(default_factory=Distribution,
-                                           description="output tokens per content chunk")
+    tokens_per_chunk: Distribution = Field(default_factory=Distribution, description="output tokens per chunk")
 
 
 class Throughput(_Model):
@@ -312,6 +311,7 @@ class RunResult(_Model):
     )
     client: ClientHealth
     server_metrics: dict[str, float] = Field(default_factory=dict)
+    engine_histograms: dict[str, Histogram] = Field(default_factory=dict)  # the run's delta, by ClockMetric
     cached_prompt_tokens: Optional[int] = Field(
         None, description="prompt tokens served from the engine's prefix cache (completed measured "
         "requests that report it); None when the engine does not report it")
