@@ -20,7 +20,6 @@ import random
 import socket
 import sys
 import time
-import zlib
 from typing import Any, Optional
 
 import uvicorn
@@ -33,6 +32,7 @@ from pytest_goodput.sim import openai, vision
 from pytest_goodput.sim.metrics import metrics_registry
 from pytest_goodput.sim.degrade import degrade_schedule
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
+from pytest_goodput.sim.outputs import text_offset
 from pytest_goodput.sim.profile import (SimProfile, SimProfileError, add_profile_arguments,
                                         profile_from_env_and_args)
 
@@ -184,7 +184,7 @@ class SimEngine:
         plan = {
             "rid": rid, "out_len": out_len, "max_tokens": max_tokens, "seq": seq,
             "reasoning": reasoning, "total": total,
-            "offset": zlib.crc32(prompt.encode()) % _TEXT_LEN,
+            "offset": text_offset(prompt, _TEXT_LEN, p.output_drift),
             "stall_at": rng.randrange(1, total) if total > 1 and rng.random() < p.stall_prob
             else None,
             "drop_at": rng.randrange(1, total) if total > 1 and rng.random() < p.drop_prob
