@@ -13,7 +13,6 @@ from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 from pytest_goodput.sim.outputs import text_offset
-from pytest_goodput.stats.binomial import newcombe_interval
 from pytest_goodput.store import samples_file
 
 GREEDY = ScenarioSpec(scenario="concurrency", concurrency=2, requests=4, temperature=0)
@@ -42,8 +41,9 @@ def test_agreement_hand_computed():
     c = output_comparison(GREEDY, base, cur, tolerance=0.02, confidence=0.95)
     assert (c.metric, c.direction, c.scale) == ("output.agreement", "higher", "absolute")
     assert (c.baseline, c.current, c.change) == (0.75, 0.625, pytest.approx(-0.125))
-    # each side a proportion over the 4 prompts compared: 2.5 of 4 against 3 of 4
-    assert c.interval == pytest.approx(newcombe_interval(2.5, 4, 3, 4, 0.95))
+    # per prompt: baseline b = 1 1 1 0, current c = 1 0 1 0.5, d = 0 -1 0 0.5; mean -0.125,
+    # SD sqrt(1.1875 / 3) = 0.62915, half width t(0.975, 3) 3.18245 x 0.62915 / 2 = 1.00112
+    assert c.interval == pytest.approx((-1.12612, 0.87612), abs=1e-4)
     assert c.verdict == "inconclusive"  # worse than the tolerance, within the noise of 4 prompts
     assert c.note.endswith("of the 3 differing outputs, 0 agree in their first 64 characters")
 

@@ -8,13 +8,14 @@ deterministic sampling each run keeps its outputs' fingerprints by prompt
 prompt can differ between runs of the same engine as batches form differently, so the
 threshold is measured, not 100 %:
 
-* the baseline's own agreement ``a_b`` is the share of matching prompts over every pair of
-  its runs (repeats and sessions), pooled;
-* the current agreement ``a_c`` is the share over every pair of a current run with a
-  baseline run;
-* each is read as a proportion over the ``K`` prompts compared (pairs reuse the same prompts,
-  so the pairs do not add evidence beyond them), and ``a_c − a_b`` gets Newcombe's hybrid
-  score interval; the one verdict rule (``verdicts.decide``) judges it against an absolute
+* per prompt ``j``, the baseline's own agreement ``b_j`` is the share of pairs of its runs
+  (repeats and sessions) whose outputs match on it, and the current agreement ``c_j`` the
+  share of (current run, baseline run) pairs that match;
+* over the ``K`` prompts both sides compared, ``a_b`` and ``a_c`` are the means of ``b_j``
+  and ``c_j`` and the change ``a_c − a_b`` the mean of ``d_j = c_j − b_j``, paired by
+  prompt: a prompt the engine always answers the same way adds no noise, a batch-variant
+  one adds its own; the interval is Student's over the ``d_j`` (``K − 1`` degrees of
+  freedom), and the one verdict rule (``verdicts.decide``) judges it against an absolute
   tolerance (two points by default, ``schema/registry.py``).
 
 One baseline run has no pair: its own agreement is unmeasured, and the verdict is
@@ -24,6 +25,7 @@ non-batch-invariant engine would fail.
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 from typing import Mapping, Optional, Sequence
 
@@ -33,7 +35,7 @@ from pytest_goodput.schema.outcomes.comparison import MetricComparison
 from pytest_goodput.schema.registry import OUTPUT_AGREEMENT
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
-from pytest_goodput.stats.binomial import newcombe_interval
+from pytest_goodput.stats.student import t_ppf
 
 Prints = Mapping[int, str]
 #: Scenarios whose runs are judged one by one (a sweep's points and a capacity search's probes
@@ -52,15 +54,22 @@ def _prints(runs: Sequence[Samples]) -> list[Prints]:
     return [r.output_prints for r in runs if r.output_prints is not None]
 
 
-def pooled(pairs: Sequence[tuple[Prints, Prints]]) -> tuple[int, int, int]:
-    """(matching prompts, prompts compared, distinct prompts) over ``pairs`` of runs."""
-    matched = compared = 0
-    keys: set[int] = set()
+def pooled(pairs: Sequence[tuple[Prints, Prints]]) -> tuple[int, int]:
+    """(matching outputs, outputs compared) over ``pairs`` of runs."""
+    counts = [agreement(a, b) for a, b in pairs]
+    return sum(m for m, _ in counts), sum(n for _, n in counts)
+
+
+def by_prompt(pairs: Sequence[tuple[Prints, Prints]]) -> dict[int, float]:
+    """Per prompt, the share of ``pairs`` of runs whose outputs match on it (pairs that
+    completed it)."""
+    matched: dict[int, int] = {}
+    compared: dict[int, int] = {}
     for a, b in pairs:
-        m, n = agreement(a, b)
-        matched, compared = matched + m, compared + n
-        keys |= a.keys() & b.keys()
-    return matched, compared, len(keys)
+        for k in a.keys() & b.keys():
+            matched[k] = matched.get(k, 0) + (a[k] == b[k])
+            compared[k] = compared.get(k, 0) + 1
+    return {k: matched[k] / n for k, n in compared.items()}
 
 
 def _early(pairs: Sequence[tuple[Prints, Prints]]) -> tuple[int, int]:
@@ -93,26 +102,35 @@ def output_comparison(spec: ScenarioSpec, baseline: Sequence[Sequence[Samples]],
         return result("new", note="the baseline kept no output fingerprints (recorded with the guard "
                       "off or before it existed): re-record it to guard the outputs")
     against = [(c, b) for c in cur for b in base]
-    m_c, n_c, k_c = pooled(against)
+    m_c, n_c = pooled(against)
     if n_c == 0:
         return result("inconclusive", note="no prompt completed in both the current runs and the baseline")
     a_c = m_c / n_c
     differ, early = _early(against)
     diverged = (f"; of the {differ} differing outputs, {early} agree in their first "
                 f"{PREFIX_CHARS[0]} characters" if differ else "")
-    m_b, n_b, k_b = pooled(list(combinations(base, 2)))
-    if n_b == 0:
+    pairs = list(combinations(base, 2))
+    if not pairs:
         return result("underpowered", current=a_c,
                       note=f"{m_c}/{n_c} outputs match the baseline's; 1 baseline run: its own agreement "
                       f"is unmeasured (record repeats= or more sessions){diverged}")
-    a_b = m_b / n_b
+    own, now = by_prompt(pairs), by_prompt(against)
+    shared = sorted(own.keys() & now.keys())
+    if len(shared) < 2:
+        return result("underpowered", current=a_c, note=f"{len(shared)} prompt compared on both sides")
+    d = [now[k] - own[k] for k in shared]
+    a_b, a_c = sum(own[k] for k in shared) / len(shared), sum(now[k] for k in shared) / len(shared)
     change = a_c - a_b
-    interval = newcombe_interval(a_c * k_c, k_c, a_b * k_b, k_b, confidence)
+    mean = sum(d) / len(d)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+    half = t_ppf(0.5 + confidence / 2.0, len(d) - 1) * sd / math.sqrt(len(d))
+    interval = (change - half, change + half)
     verdict = decide("higher", change, interval, tolerance, "zero")
-    note = (f"{a_c:.1%} of outputs match the baseline's ({m_c}/{n_c} over {k_c} prompts); the baseline "
-            f"agrees with itself on {a_b:.1%} ({m_b}/{n_b} over {k_b} prompts){diverged}")
+    m_b, n_b = pooled(pairs)
+    note = (f"{a_c:.1%} of outputs match the baseline's ({m_c}/{n_c}); the baseline agrees with "
+            f"itself on {a_b:.1%} ({m_b}/{n_b}); {len(shared)} prompts{diverged}")
     return result(verdict, baseline=a_b, current=a_c, change=change, interval=interval,
-                  method=f"Newcombe over {min(k_c, k_b)} prompts", note=note)
+                  method=f"paired by prompt (Student, {len(shared)} prompts)", note=note)
 
 
-__all__ = ["GUARDED_SCENARIOS", "off_note", "output_comparison", "pooled"]
+__all__ = ["GUARDED_SCENARIOS", "by_prompt", "off_note", "output_comparison", "pooled"]
