@@ -8,6 +8,7 @@ import pytest
 from pytest_goodput.judge import judge
 from pytest_goodput.judge.output_guard import output_comparison
 from pytest_goodput.load.requests.sampling import sampling_body
+from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.measure.outputs.fingerprint import agreed_prefix, agreement, output_print
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.runs.side import Side
@@ -73,8 +74,10 @@ def test_random_sampling_turns_the_guard_off_and_the_judge_says_so():
     out = judge("t", Side.of_samples(sampled, [[run(texts)]]), Side.of_samples(sampled, [[run(texts)], [run(texts)]]))
     assert "output.agreement" not in {c.metric for c in out.comparisons}
     assert any(n.startswith("output guard off: sampling not deterministic (temperature=0.7") for n in out.notes)
+    assert "> **Output guard off:** sampling not deterministic (temperature=0.7" in render_markdown([out])
     on = judge("t", Side.of_samples(GREEDY, [[run(texts)]]), Side.of_samples(GREEDY, [[run(texts)], [run(texts)]]))
     assert {c.metric: c.verdict for c in on.comparisons}["output.agreement"] == "pass"
+    assert "| output agreement |" in render_markdown([on]) and "Output guard off" not in render_markdown([on])
 
 
 def test_sampling_fields_sent_and_a_forced_guard_needs_greedy_sampling():

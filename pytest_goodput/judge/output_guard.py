@@ -43,11 +43,15 @@ Prints = Mapping[int, str]
 GUARDED_SCENARIOS = ("offline", "server", "interactive", "concurrency", "trace")
 
 
+#: How the note that random sampling turned the guard off begins (reports pick it out).
+GUARD_OFF_NOTE = "output guard off"
+
+
 def off_note(spec: ScenarioSpec) -> Optional[str]:
     """What the report says when random sampling turned the guard off (None: nothing to say)."""
     if spec.guards_outputs or spec.output_guard is False or spec.temperature is None:
         return None
-    return f"output guard off: sampling not deterministic (temperature={spec.temperature:g}; 0 turns it on)"
+    return f"{GUARD_OFF_NOTE}: sampling not deterministic (temperature={spec.temperature:g}; 0 turns it on)"
 
 
 def _prints(runs: Sequence[Samples]) -> list[Prints]:
@@ -133,4 +137,4 @@ def output_comparison(spec: ScenarioSpec, baseline: Sequence[Sequence[Samples]],
                   method=f"paired by prompt (Student, {len(shared)} prompts)", note=note)
 
 
-__all__ = ["GUARDED_SCENARIOS", "by_prompt", "off_note", "output_comparison", "pooled"]
+__all__ = ["GUARDED_SCENARIOS", "GUARD_OFF_NOTE", "by_prompt", "off_note", "output_comparison", "pooled"]
