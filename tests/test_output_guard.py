@@ -4,7 +4,8 @@ On the simulator, through the plugin (``--goodput-update-baseline`` then
 ``--goodput-baseline``) and ``python -m pytest_goodput compare``: unchanged outputs pass at the
 baseline's agreement; the output-changing knob (``output_drift``, faster decoding) fails the
 gate on ``output.agreement`` while throughput reads *improved*. Random sampling turns the
-guard off, and the report says so.
+guard off, and the report says so. ``python -m pytest_goodput run --temperature 0`` and
+``compare`` on its result files judge the same way.
 """
 
 from __future__ import annotations
@@ -92,3 +93,25 @@ def test_faster_but_wrong_fails_the_gate_while_unchanged_outputs_pass(pytester, 
     assert cli.returncode == 1, cli.stdout + cli.stderr
     by_id = {o["nodeid"]: o for o in json.loads(cli_json.read_text())["outcomes"]}
     assert _verdicts(by_id["test_perf.py::test_greedy"])["output.agreement"] == "regressed"
+
+
+def _run_cli(url: str, out) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_goodput", "run", "--url", url, "--scenario", "concurrency",
+                           "--concurrency", "2", "--requests", "32", "--isl", "32", "--osl", "8",
+                           "--temperature", "0", "--repeats", "2", "--json", str(out)],
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_the_cli_runs_greedy_and_compare_fails_changed_outputs(sim_url, drifted_url, tmp_path):
+    base, same, wrong = tmp_path / "base.json", tmp_path / "same.json", tmp_path / "wrong.json"
+    for url, out in ((sim_url, base), (sim_url, same), (drifted_url, wrong)):
+        proc = _run_cli(url, out)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdicts = {}
+    for name, current in (("same", same), ("wrong", wrong)):
+        out = tmp_path / f"{name}.outcome.json"
+        cmp = subprocess.run([sys.executable, "-m", "pytest_goodput", "compare", str(base), str(current),
+                              "--json", str(out)], capture_output=True, text=True, timeout=120)
+        verdicts[name] = (cmp.returncode, _verdicts(json.loads(out.read_text())["outcomes"][0])["output.agreement"])
+    assert verdicts["same"][1] == "pass"
+    assert verdicts["wrong"] == (1, "regressed")
