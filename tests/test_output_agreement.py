@@ -7,9 +7,12 @@ import pytest
 
 from pytest_goodput.judge import judge
 from pytest_goodput.judge.output_guard import output_comparison
+from pytest_goodput.judge.sequential.head_launches import look, settle
 from pytest_goodput.load.requests.sampling import sampling_body
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.measure.outputs.fingerprint import agreed_prefix, agreement, output_print
+from pytest_goodput.schema.outcomes.outcome import MetricComparison
+from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
@@ -104,3 +107,15 @@ def test_the_simulators_output_follows_the_prompts_end_and_drift_changes_a_share
     assert [text_offset(p, 997) for p in salted] == [text_offset(p, 997) for p in resalted]
     moved = sum(text_offset(p, 997) != text_offset(p, 997, 0.5) for p in salted)
     assert 150 <= moved <= 250  # about half of 400
+
+
+def test_head_launches_end_on_a_regressed_agreement_but_never_wait_for_it():
+    def outcome(verdict: str) -> Outcome:
+        c = MetricComparison(metric="output.agreement", direction="higher", baseline=0.9, current=0.85,
+                             change=-0.05, interval=(-0.15, 0.05), tolerance=0.02, verdict=verdict, scale="absolute")
+        return Outcome(nodeid="t", scenario="concurrency", baseline_status="compared", comparisons=[c])
+
+    lk = look(1, 3, 5)
+    assert settle(outcome("inconclusive"), outcome("inconclusive"), lk)[1]  # nothing else pending: decided
+    regressed, decided = settle(outcome("regressed"), outcome("regressed"), lk)
+    assert decided and regressed.regressed
