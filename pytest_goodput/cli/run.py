@@ -48,6 +48,8 @@ SPEC_FLAGS = (
     ("--seed", int, "seed of prompts and schedule"),
     ("--timeout", float, "per-request timeout, seconds"),
     ("--api", str, "completions | chat"),
+    ("--temperature", float, "sampling temperature sent with every request (0: greedy, which also "
+                             "sends --seed and turns the output guard on)"),
     ("--workload", str, "synthetic | jsonl | sharegpt"),
     ("--dataset", str, "dataset file (jsonl or sharegpt)"),
     ("--isl", int, "input length, tokens"),

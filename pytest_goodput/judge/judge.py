@@ -21,6 +21,7 @@ from pytest_goodput.judge.imported import clients_note, prompts_note
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
 from pytest_goodput.judge.noise.sittings import sittings
+from pytest_goodput.judge.output_guard import off_note, output_comparison
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.scalar.summary_only import summary_comparisons
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
@@ -28,7 +29,7 @@ from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.outcomes.shapes import SweepOutcome
-from pytest_goodput.schema.registry import DEGRADATION, run_gate, sweep_point_gate, tolerance_for
+from pytest_goodput.schema.registry import DEGRADATION, OUTPUT_AGREEMENT, run_gate, sweep_point_gate, tolerance_for
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
@@ -187,6 +188,10 @@ def judge(
     comparisons = [_with_noise(c, baseline) for c in comparisons]
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
+    guard = output_comparison(spec, baseline.history, current.samples, confidence=policy.confidence,
+                              tolerance=tolerance_for(spec, OUTPUT_AGREEMENT, policy.tolerance))
+    extra += [guard] if guard is not None else []
+    update["notes"] += [note] if (note := off_note(spec)) else []
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = SweepOutcome.model_validate(
             {**frontier, "baseline": _json(baseline.frontier or []), "comparison": frontier_cmp})

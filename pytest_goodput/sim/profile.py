@@ -85,6 +85,9 @@ class SimProfile(BaseModel):
     # --- faults and regressions ----------------------------------------------------------
     slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
     time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")
+    output_drift: float = Field(
+        0.0, ge=0, le=1, description="faster but wrong: this share of prompts generate other text "
+        "and every step takes 1 - output_drift/2 of its time (sim/outputs.py)")
     launch_cv: float = Field(
         0.0, ge=0, le=1, description="launch-to-launch spread: each start of the server draws a "
         "level (lognormal, mean 1, this CV) that multiplies every step time of that launch")
@@ -130,7 +133,7 @@ class SimProfile(BaseModel):
     @property
     def step_factor(self) -> float:
         """Multiplier applied to every modelled step time."""
-        return self.slowdown * self.time_scale
+        return self.slowdown * self.time_scale * (1.0 - self.output_drift / 2.0)
 
 
 #: Named starting points. ``default`` saturates near 17 req/s at ISL 128 / OSL 64

@@ -19,7 +19,6 @@ import random
 import socket
 import sys
 import time
-import zlib
 from typing import Any, Optional
 
 import uvicorn
@@ -34,6 +33,7 @@ from pytest_goodput.sim.degrade import degrade_schedule
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
 from pytest_goodput.sim.clock import EngineClock
 from pytest_goodput.sim.profile import SimProfile, SimProfileError, build_parser, profile_from_env_and_args
+from pytest_goodput.sim.outputs import text_offset
 
 _VOCAB = (
     "the of and to in is was for on that with as by at from it an be this are or which "
@@ -186,7 +186,7 @@ class SimEngine:
         plan = {
             "rid": rid, "out_len": out_len, "max_tokens": max_tokens, "seq": seq,
             "reasoning": reasoning, "total": total,
-            "offset": zlib.crc32(prompt.encode()) % _TEXT_LEN,
+            "offset": text_offset(prompt, _TEXT_LEN, p.output_drift),
             "stall_at": rng.randrange(1, total) if total > 1 and rng.random() < p.stall_prob
             else None,
             "drop_at": rng.randrange(1, total) if total > 1 and rng.random() < p.drop_prob

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE
 from pytest_goodput.judge.noise.recording import OUTLIER_NOTE
+from pytest_goodput.judge.output_guard import GUARD_OFF_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
 from pytest_goodput.run.launches import RECORDING_NOTE
 from pytest_goodput.report.text.cost import cost_lines
@@ -158,6 +159,8 @@ def _section(o: TestOutcome) -> str:
     level = [escape_cell(n[len(MAIN_LEVEL_NOTE) + 2:]) for n in o.notes if n.startswith(MAIN_LEVEL_NOTE)]
     if level:  # main moved: judged against its current level, the report says so
         parts.append("> **Main's level:** " + "<br>".join(level))
+    for note in (n for n in o.notes if n.startswith(GUARD_OFF_NOTE)):  # random sampling: outputs unchecked
+        parts.append("> **Output guard off:** " + escape_cell(note[len(GUARD_OFF_NOTE) + 2:]))
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
     if o.workload_changes:

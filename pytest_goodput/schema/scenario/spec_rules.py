@@ -143,6 +143,9 @@ def check_consistency(spec: "ScenarioSpec") -> None:
     if spec.workload != "synthetic" and not spec.dataset:
         raise ValueError(f"workload {spec.workload!r} needs dataset= (a file path)")
     check_images(spec)
+    if spec.output_guard and spec.temperature not in (None, 0):
+        raise ValueError(f"output_guard=True needs deterministic sampling: temperature=0 (got "
+                         f"temperature={spec.temperature:g}); random outputs agree by chance only")
     if spec.max_len is not None and spec.max_len < spec.min_len:
         raise ValueError("max_len must be >= min_len")
     for value in spec.tolerances.values():
