@@ -21,7 +21,8 @@ OPTIONAL = ("xllamacpp", "gguf", "transformers", "matplotlib", "uvloop", "ruptur
 LAZY_CORE = {"pytest_goodput/plugin/__init__.py", "pytest_goodput/plugin/settings.py"}
 #: The worker entry point imports its own module by name so pickled classes resolve to it.
 SELF_IMPORT = {("pytest_goodput/load/pools/processes.py", "pytest_goodput.load.pools.processes")}
-MAX_LINES = 400
+#: One concept per module (docs/architecture.md): fragments merge into their concept up to this.
+MAX_LINES = 600
 #: A folder holds one concept's modules; past this it splits into subpackages.
 MAX_MODULES = 12
 
