@@ -106,6 +106,7 @@ class _Record:
         "turn",
         "reasoning_tpot_ms",
         "answer_tpot_ms",
+        "output_print",
     )
 
     def __init__(self, ok: bool, good: bool | None, ttft: float | None, tpot: float | None,
@@ -114,6 +115,7 @@ class _Record:
         self.ttft_ms, self.tpot_ms, self.e2e_ms, self.ttfo_ms = ttft, tpot, e2e, None
         self.output_tokens, self.prompt_tokens, self.reasoning_tokens = out, prompt, 0
         self.turn = self.reasoning_tpot_ms = self.answer_tpot_ms = None  # single turns, no reasoning
+        self.output_print = None  # no output guard
 
 
 def _records(s: Samples) -> list[Any]:

@@ -30,7 +30,9 @@ def test_preset_expands_to_percentile_and_request_slos():
 def test_all_mlperf_presets_present():
     assert SLO_PRESETS["mlperf/llama3.1-8b/interactive"] == (500.0, 30.0)
     assert SLO_PRESETS["mlperf/deepseek-r1/interactive"] == (1500.0, 15.0)
-    assert len(SLO_PRESETS) == 10
+    assert SLO_PRESETS["guidellm/chat"] == (200.0, 50.0)  # GuideLLM's chat example: P99 TTFT, P99 ITL
+    assert SLO_PRESETS["guidellm/rag"] == (300.0, 100.0)
+    assert len(SLO_PRESETS) == 14
 
 
 @pytest.mark.parametrize(

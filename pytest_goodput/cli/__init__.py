@@ -22,12 +22,12 @@ import sys
 from typing import Optional, TextIO
 
 from pytest_goodput.cli.ab import add_ab_parser, cmd_ab
-from pytest_goodput.cli.compare import cmd_compare
+from pytest_goodput.cli.compare import add_compare_arguments, cmd_compare
 from pytest_goodput.cli.frontier import cmd_frontier
 from pytest_goodput.cli.history import add_history_parser, cmd_history
 from pytest_goodput.cli.init import add_init_parser, cmd_init
 from pytest_goodput.cli.plan import add_plan_parser, cmd_plan
-from pytest_goodput.cli.run import CLIError, add_run_parser, cmd_run
+from pytest_goodput.cli.run import CLIError, add_export_flag, add_run_parser, cmd_run
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.scenario.spec import SpecError
 from pytest_goodput.sim import server as sim_server
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--json", help="write every outcome (verdicts, intervals, SLOs) here as JSON")
     cmp_.add_argument("--strict", action="store_true")
     cmp_.add_argument("--tolerance", type=float)
+    add_compare_arguments(cmp_)
+    add_export_flag(cmp_)
     fr = sub.add_parser("frontier", help="frontier of a sweep result; compare and plot")
     fr.add_argument("results")
     fr.add_argument("--baseline")

@@ -10,12 +10,14 @@ from typing import Any, Optional
 
 from pytest_goodput.cli.cpus import add_cpu_flags, cpu_plan, placed_client
 from pytest_goodput.engines.engine import DEFAULT_READY_TIMEOUT_S, MAX_READY_TIMEOUT_S, select
+from pytest_goodput.interop.writers import ExportUsageError, parse_targets
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck import capture
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import with_trace_digest
+from pytest_goodput.report.exports import run_tests, write_exports
 from pytest_goodput.report.text.summary import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ray_address import LOCAL, RayAddressError
@@ -46,6 +48,8 @@ SPEC_FLAGS = (
     ("--seed", int, "seed of prompts and schedule"),
     ("--timeout", float, "per-request timeout, seconds"),
     ("--api", str, "completions | chat"),
+    ("--temperature", float, "sampling temperature sent with every request (0: greedy, which also "
+                             "sends --seed and turns the output guard on)"),
     ("--workload", str, "synthetic | jsonl | sharegpt"),
     ("--dataset", str, "dataset file (jsonl or sharegpt)"),
     ("--isl", int, "input length, tokens"),
@@ -157,7 +161,26 @@ def add_run_parser(sub: Any) -> None:
     add_cpu_flags(run)
     add_spec_flags(run)
     run.add_argument("--json", help="write the full result (with per-request records) here")
+    add_export_flag(run)
     add_ray_flag(run)
+
+
+def add_export_flag(p: argparse.ArgumentParser) -> None:
+    """``--export FORMAT=PATH`` (also spelt ``--goodput-export``), repeatable: ``run`` and ``compare``."""
+    p.add_argument("--export", "--goodput-export", action="append", metavar="FORMAT=PATH",
+                   help="also write the results for another tool: llmd (llm-d Benchmark Report "
+                   "v0.2.1), vllm (vllm bench serve JSON), bmf (Bencher) or pytorch (PyTorch "
+                   "benchmark database); repeatable (docs/export.md)")
+
+
+def export_flag(ns: argparse.Namespace) -> list[str]:
+    """The ``--export`` values, checked before anything runs (a usage error names the formats)."""
+    values = list(getattr(ns, "export", None) or [])
+    try:
+        parse_targets(values, "--export")
+    except ExportUsageError as exc:
+        raise CLIError(str(exc)) from None
+    return values
 
 
 def add_ray_flag(p: argparse.ArgumentParser) -> None:
@@ -203,6 +226,7 @@ def ray_backend(ns: argparse.Namespace, args: dict[str, Any]) -> bool:
 
 def cmd_run(ns: argparse.Namespace) -> int:
     args = spec_args(ns)
+    exports = export_flag(ns)
     on_ray = ray_backend(ns, args)
     spec = with_trace_digest(build_spec(args, where="command line"))  # a bad trace: before any engine
     refuse_capture(spec, [ns.url])
@@ -230,6 +254,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
         body = m.result.model_dump_json(indent=1) if len(m.runs) == 1 else (
             "[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
         write_atomic(Path(ns.json), body + "\n")
+    if exports and m.runs:
+        env = {k: v for k, v in engine.provenance.items() if k in ("engine", "engine_version")}
+        write_exports(exports, run_tests(m.runs, {"model": engine.model or "", **env}), "--export")
     if stopped is not None:
         what = "interrupted" if isinstance(stopped, RunInterrupted) else f"error: {stopped}"
         print(f"{what}: partial result" + (f" written to {ns.json}" if ns.json else ""), file=sys.stderr)

@@ -5,19 +5,21 @@ its KV cache was and how often it preempted. Scraping before and after a run and
 difference puts that next to the client's numbers, whatever the engine. Parsing is left to
 ``prometheus_client``'s own parser, never done by hand.
 
-``scrape`` does I/O; ``delta``, ``neutral`` and ``server_metrics`` are pure.
+``fetch`` and ``scrape`` do I/O; ``delta``, ``neutral`` and ``server_metrics`` are pure.
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 import httpx
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
-    "COUNTERS", "GAUGES", "NEUTRAL_NAMES", "scrape", "parse", "delta", "neutral", "server_metrics",
+    "COUNTERS", "GAUGES", "NEUTRAL_NAMES", "fetch", "scrape", "parse", "families", "flatten", "delta", "neutral",
+    "server_metrics",
 ]
 
 GAUGES: dict[str, tuple[str, ...]] = {
@@ -80,9 +82,24 @@ def parse(text: str) -> dict[str, float]:
     Histogram buckets, quantiles and ``_created`` timestamps are dropped (summing them over
     labels means nothing); ``_sum`` and ``_count`` stay.
     """
+    return flatten(text_string_to_metric_families(text))
 
+
+def families(text: Optional[str]) -> Optional[list[Metric]]:
+    """The metric families of a ``/metrics`` text, parsed once for :func:`flatten` and the
+    histograms; ``None`` for no text or text that is not Prometheus's (JSON, HTML)."""
+    if text is None:
+        return None
+    try:
+        return list(text_string_to_metric_families(text))
+    except (ValueError, IndexError, KeyError, TypeError):
+        return None
+
+
+def flatten(parsed: Iterable[Metric]) -> dict[str, float]:
+    """Parsed families → {sample name: value summed over label sets}, as :func:`parse` says."""
     out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in parsed:
         for s in family.samples:
             if s.name.endswith(("_bucket", "_created")) or "quantile" in s.labels:
                 continue
@@ -92,19 +109,20 @@ def parse(text: str) -> dict[str, float]:
     return out
 
 
-def scrape(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[dict[str, float]]:
-    """Fetch and parse ``/metrics``; ``None`` when the engine has no (reachable) endpoint."""
+def fetch(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[str]:
+    """The ``/metrics`` text; ``None`` when the engine has no (reachable) endpoint."""
 
     try:
         r = httpx.get(metrics_url(base_url_or_metrics_url), timeout=timeout_s, trust_env=False)
     except httpx.HTTPError:
         return None
-    if r.status_code != 200:
-        return None
-    try:
-        return parse(r.text)
-    except (ValueError, IndexError, KeyError, TypeError):  # not Prometheus text (JSON, HTML)
-        return None
+    return r.text if r.status_code == 200 else None
+
+
+def scrape(base_url_or_metrics_url: str, timeout_s: float = 5.0) -> Optional[dict[str, float]]:
+    """Fetch and parse ``/metrics``; ``None`` when the engine has no (reachable) endpoint."""
+    parsed = families(fetch(base_url_or_metrics_url, timeout_s))
+    return flatten(parsed) if parsed is not None else None
 
 
 def _is_counter(name: str) -> bool:

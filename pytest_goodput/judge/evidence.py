@@ -29,9 +29,11 @@ def samples_of(runs: list[RunResult]) -> list[Samples]:
 
 def session_of(m: Measurement, env: Optional[Fingerprint] = None, at: Optional[str] = None) -> Session:
     """A fresh measurement as one session: its samples, headline numbers, shapes and results."""
+    summary_only = m.source is not None and not m.source.per_request  # no requests to sample
     return Session(
-        recorded_at=at, environment=env, summary=measurement_metrics(m), samples=samples_of(m.runs),
-        sweep=m.frontier, capacity=m.capacity, degradation=_degradation(m.runs), results=list(m.runs),
+        recorded_at=at, environment=env, summary=measurement_metrics(m),
+        samples=[] if summary_only else samples_of(m.runs), sweep=m.frontier, capacity=m.capacity,
+        degradation=_degradation(m.runs), results=list(m.runs), source=m.source,
     )
 
 

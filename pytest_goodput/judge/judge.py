@@ -17,16 +17,19 @@ from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_fronti
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.judge.noise.main_level import is_series, level_notes, level_spreads, main_level
 from pytest_goodput.judge.identity import identity_mismatches, what_changed
+from pytest_goodput.judge.imported import clients_note, prompts_note
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
 from pytest_goodput.judge.noise.sittings import sittings
+from pytest_goodput.judge.output_guard import off_note, output_comparison
 from pytest_goodput.judge.slos import slo_outcomes
+from pytest_goodput.judge.scalar.summary_only import summary_comparisons
 from pytest_goodput.judge.scalar.verdicts import compare
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.outcomes.shapes import SweepOutcome
-from pytest_goodput.schema.registry import DEGRADATION, run_gate, sweep_point_gate, tolerance_for
+from pytest_goodput.schema.registry import DEGRADATION, OUTPUT_AGREEMENT, run_gate, sweep_point_gate, tolerance_for
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef
@@ -136,7 +139,7 @@ def judge(
     )
     if not policy.compare:
         return outcome
-    if baseline is None or not baseline.samples:
+    if baseline is None or not (baseline.samples or baseline.summary_only):
         return outcome.model_copy(update={"baseline_status": "new"})
     update: dict[str, Any] = {}
     reasons: list[str] = []
@@ -147,8 +150,18 @@ def judge(
             update["what_changed"] = what_changed(baseline.env, current.env)
     if baseline.spec_hash != current.spec_hash:
         reasons.insert(0, "the scenario spec changed since the baseline was recorded")
+    outcome = outcome.model_copy(update={"notes": [*outcome.notes, *clients_note(baseline, current)]})
+    if baseline.summary_only or current.summary_only:  # imported summaries: no requests to pair
+        return outcome.model_copy(update={
+            **update, "baseline_status": "incomparable" if reasons else "compared",
+            "incomparable_reasons": reasons, "baseline_key_metrics": dict(baseline.summary),
+            "comparisons": [] if reasons else summary_comparisons(
+                baseline, current, metric_defs(spec, policy.tolerance), policy.confidence)})
     # Same prompts, same output lengths? Different prompts are a different workload.
     workload, prompts_differ = check_workload(baseline.history, current.samples)
+    if workload.prompts == "unrecorded" and (note := prompts_note(baseline, current)):
+        workload = workload.model_copy(update={"prompts": "unchecked"})
+        outcome = outcome.model_copy(update={"notes": [*outcome.notes, note]})
     update.update(workload=workload, baseline_key_metrics=dict(baseline.summary))
     if prompts_differ is not None:
         reasons.append(prompts_differ)
@@ -176,6 +189,10 @@ def judge(
     comparisons = [_with_noise(c, baseline) for c in comparisons]
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
+    guard = output_comparison(spec, baseline.history, current.samples, confidence=policy.confidence,
+                              tolerance=tolerance_for(spec, OUTPUT_AGREEMENT, policy.tolerance))
+    extra += [guard] if guard is not None else []
+    update["notes"] += [note] if (note := off_note(spec)) else []
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = SweepOutcome.model_validate(
             {**frontier, "baseline": _json(baseline.frontier or []), "comparison": frontier_cmp})

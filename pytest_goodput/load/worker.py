@@ -24,6 +24,7 @@ from pytest_goodput.load.selfcheck.health import SelfCheck
 from pytest_goodput.load.sending.loops import ARM_LEAD_S, ProgressTicker, Sender, closed_loop, open_loop
 from pytest_goodput.load.plan import Job, Supply, owned
 from pytest_goodput.load.requests.reasoning_controls import reasoning_body
+from pytest_goodput.load.requests.sampling import sampling_body
 from pytest_goodput.load.sketch import Sketcher, SketchPlan
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -66,7 +67,7 @@ def open_client(init: Init, keep_wire: bool) -> OpenAIClient:
     return OpenAIClient(
         init.base_url, init.model, api=spec.api, stream=spec.stream, api_key_env=init.api_key_env,
         timeout_s=spec.timeout_s, max_connections=init.pool, ignore_eos=spec.ignore_eos,
-        extra_body=reasoning_body(spec), keep_wire=keep_wire,
+        extra_body={**reasoning_body(spec), **sampling_body(spec)}, keep_wire=keep_wire,
     )
 
 
@@ -96,7 +97,7 @@ def quiet_collector() -> Iterator[None]:
 
     A full collection walks the whole heap: 35-40 ms for the client's ~70,000 objects, one
     loop stall with the thread running, which a 64-stream closed loop met mid-run (24-33 ms)
-    and a replay of 2,000 trace rows too (``docs/decisions.md``, 2026-12-02). Frozen
+    and a replay of 2,000 trace rows too (``docs/archive/decisions-log.md``, 2026-12-02). Frozen
     (``gc.freeze``), the heap is left out of every pass; the old generation's threshold
     defers the full pass over what the run allocates (3.6 ms for a 640-request phase's
     exchanges) to the phase's end. The young generations go on collecting: during such phases

@@ -25,7 +25,7 @@ def records_of(exchanges: Iterable[RawExchange], spec: ScenarioSpec, tokenizer: 
     def parse(trust_usage: bool) -> list[RequestRecord]:
         return [to_record(ex, stream=spec.stream, api=spec.api, tokenizer=tokenizer,
                           min_output_tokens=ex.plan.max_tokens if spec.ignore_eos else None,
-                          trust_usage=trust_usage)
+                          trust_usage=trust_usage, fingerprint=spec.guards_outputs)
                 for ex in exchanges]
 
     records = parse(True)

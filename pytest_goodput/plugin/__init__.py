@@ -63,6 +63,7 @@ class _Core(NamedTuple):
     junit_properties: Callable[..., list[tuple[str, str]]]
     register: Callable[..., None]
     summary_lines: Callable[..., list[tuple[str, dict[str, bool]]]]
+    check_machine: Callable[..., None]
 
 
 def _core() -> _Core:
@@ -105,7 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(opt.flag, action="store_true", default=False, dest=f"goodput_{opt.name}",
                             help=opt.help)
         else:
-            group.addoption(opt.flag, action="store", default=None, dest=f"goodput_{opt.name}",
+            group.addoption(opt.flag, action="append" if opt.kind == "list" else "store", default=None, dest=f"goodput_{opt.name}",
                             metavar=opt.name.upper(), help=opt.help)
     group.addoption(
         "--goodput-baseline", nargs="?", const="", default=None, metavar="DIR",
@@ -166,10 +167,8 @@ def _check_machine(config: pytest.Config) -> None:
     config.stash[_machine_checked_key] = True
     settings = config.stash[_settings_key]
     if any(v is not None for v in (settings.engine_cpus, settings.client_cpus, settings.base_sim,
-                                   settings.capture)):
-        from pytest_goodput.plugin.machine import check_machine
-
-        check_machine(settings)
+                                   settings.capture, settings.export)):
+        _core().check_machine(settings)
 
 
 def _session(config: pytest.Config) -> "GoodputSession":

@@ -3,12 +3,13 @@
 Imported by ``plugin/__init__.py`` on a session's first goodput work (a goodput test or
 fixture collected, or baselines recorded), never before: the core (pydantic models, numpy
 statistics) costs about half a second, which unrelated test suites must not pay
-(``bench/plugin_overhead.py``). The harness, which brings the load generator, and the
-machine checks load separately, when a test measures or a machine setting is given.
+(``bench/plugin_overhead.py``). The harness, which brings the load generator, loads
+separately, when a test measures.
 """
 
 from __future__ import annotations
 
+from pytest_goodput.plugin.machine import check_machine
 from pytest_goodput.plugin.recording import register
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.plugin.summary import summary_lines
@@ -19,5 +20,5 @@ from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.scenario.marker import check_marker
 from pytest_goodput.schema.scenario.spec import SpecError
 
-__all__ = ["GoodputSession", "SpecError", "check_marker", "failure_message", "junit_properties", "redact",
+__all__ = ["GoodputSession", "SpecError", "check_machine", "check_marker", "failure_message", "junit_properties", "redact",
            "register", "summary_lines", "supports_unicode", "write_session_reports"]

@@ -7,7 +7,9 @@ by the plugin after its body.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any, Optional, TextIO
 
 import pytest
@@ -35,6 +37,8 @@ from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.scenario.arg_errors import quoted_numbers
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
+from pytest_goodput.interop.readers.imported import is_judging, with_judging
+from pytest_goodput.store.foreign import load_foreign
 
 
 class GoodputHarness:
@@ -286,6 +290,35 @@ class GoodputHarness:
             self.notes.append(
                 f"the {sessions} recorded sessions share one engine process ({eng.kind}: not "
                 "started here, so not relaunched): launch-to-launch spread is not in the baseline")
+
+    def judge_file(self, path: "str | os.PathLike[str]", format: Optional[str] = None,
+                   **judging: Any) -> RunResult:
+        """Gate a result file another tool wrote instead of measuring: ``vllm bench serve``
+        JSON, AIPerf's ``profile_export.jsonl`` (or its artifact directory or aggregate JSON),
+        a GuideLLM report (``format``: vllm-bench, aiperf or guidellm; default: told by
+        content). It is judged and stored as a baseline like any run of this test, with the
+        same report; a file with summaries only says so on every verdict. The load is the
+        file's; SLOs and tolerances come from the marker and ``judging`` keywords (``slo=``,
+        ``ttft_ms=``, ``tpot_ms=``, ``ttft_p99_ms=``, ``tolerance=``...)."""
+        if self.measurement is not None or self.ab is not None:
+            raise RuntimeError("goodput.run() or goodput.judge_file() was already called in this test")
+        try:
+            run = load_foreign(Path(path), format)
+            message = f"pytest-goodput: {path}: not a vllm bench serve, AIPerf or GuideLLM result file"
+            marker = {k: v for k, v in self._marker_args.items() if is_judging(k)}  # the load is the file's
+            run = with_judging(run, {**marker, **judging}) if run is not None else None
+        except ValueError as exc:
+            run, message = None, f"pytest-goodput: {exc}"
+        if run is None:
+            pytest.fail(redact(message), pytrace=False)
+        self.spec = run.result.spec
+        self.measurement = Measurement(spec=run.result.spec, runs=[run.result], source=run.source)
+        # A file is one session: an earlier pass of a session-major recording would record
+        # the same file again as if it were another launch.
+        self.pre_pass = self._session.recording_pass is not None
+        self.engine = Engine(kind="attach", base_url="imported", model=None,
+                             provenance={"engine": f"imported from {run.source.tool}"})
+        return run.result
 
     def finish_test(self, location: Optional[tuple[str, int]]) -> Optional[TestOutcome]:
         """The test's outcome once its body ran: measured now if the body did not run it, then

@@ -1,5 +1,6 @@
 """Settings checked against this machine before any goodput test runs: CPU sets that must fit
-it, the base simulator's knobs, packet capture that must be possible here.
+it, the base simulator's knobs, packet capture that must be possible here, and the exports'
+``FORMAT=PATH`` values (a format this version writes).
 
 Each check needs part of the core (the CPU planner, the simulator's profile, the capture
 probe), so the entry point imports this module only when one of these settings is given and
@@ -12,6 +13,7 @@ from typing import Optional
 
 import pytest
 
+from pytest_goodput.interop.writers import ExportUsageError, parse_targets
 from pytest_goodput.load.selfcheck.capture import unavailable
 from pytest_goodput.plugin.settings import Settings
 from pytest_goodput.run.affinity import plan
@@ -32,6 +34,11 @@ def check_machine(settings: Settings) -> None:
         _check_base_sim(settings)
     if settings.capture == "on" and (why := capture_refused()):  # a usage error, not N failed tests
         raise pytest.UsageError(f"pytest-goodput: {settings.sources.get('capture')}=on: {why}")
+    if settings.export:
+        try:
+            parse_targets(settings.export, settings.sources.get("export", "--goodput-export"))
+        except ExportUsageError as exc:  # before any test runs, not after the session measured
+            raise pytest.UsageError(f"pytest-goodput: {exc}") from None
 
 
 def _check_cpus(settings: Settings) -> None:

@@ -36,7 +36,7 @@ def _bool(v: Any) -> bool:
 class Option:
     name: str  # attribute in Settings; CLI flag --goodput-<name with dashes>; ini goodput_<name>
     help: str
-    kind: str = "str"  # str | float | bool | int
+    kind: str = "str"  # str | float | bool | int | list (repeatable flag; words in ini and env)
     env: Optional[str] = None
     cli: bool = True
     attr: Optional[str] = None  # Settings field, when it differs from ``name``
@@ -115,6 +115,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("capture", "receive times from a packet capture of the engine's port (docs/capture.md): "
            "off (default), auto (when CAP_NET_RAW allows, else read-time stamps, said once), on "
            "(fail when it cannot capture)"),
+    Option("export", "FORMAT=PATH, repeatable: write results for another tool (llmd, vllm, bmf, pytorch)", "list"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 CAPTURE_MODES = ("off", "auto", "on")
@@ -217,6 +218,7 @@ class Settings:
     ab_exclusive: bool = False
     ab_relaunch: bool = False
     capture: Optional[str] = None
+    export: Optional[list[str]] = None  # FORMAT=PATH values, checked once the session has goodput work
     sources: dict[str, str] = field(default_factory=dict)
 
     def for_test(self, name: str, marker: Any) -> Any:
@@ -342,7 +344,7 @@ def ray_after_space(args: list[str]) -> Optional[str]:
     return None
 
 
-_CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": float, "bool": _bool, "int": int}
+_CONVERT: dict[str, Callable[[Any], Any]] = {"str": str, "float": float, "bool": _bool, "int": int, "list": str.split}
 
 
 def resolve(
@@ -361,7 +363,7 @@ def resolve(
         if where is None:
             continue
         try:
-            values[opt.field] = _CONVERT[opt.kind](raw)
+            values[opt.field] = _CONVERT[opt.kind](" ".join(raw) if isinstance(raw, list) else raw)
         except (TypeError, ValueError):
             raise SettingsError(f"{where}: {raw!r} is not a valid {opt.kind} for {opt.name}") from None
         sources[opt.field] = where

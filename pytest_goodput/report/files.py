@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Protocol, Sequence
 
+from pytest_goodput.report.exports import session_tests, write_exports
 from pytest_goodput.report.github import append_step_summary, emit, in_github_actions
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.schema.outcomes.cost import EngineUse
@@ -22,6 +23,8 @@ SESSION_SCHEMA_VERSION = 1
 class ReportSettings(Protocol):
     json_path: Optional[str]
     report: Optional[str]
+    export: Optional[list[str]]
+    sources: dict[str, str]
 
 
 class ReportedSession(Protocol):
@@ -70,3 +73,6 @@ def write_session_reports(gs: ReportedSession, write: Callable[[str], None] = pr
         if on_github:  # files go through write_atomic, which redacts; these two do not
             append_step_summary(redact(md), os.environ)
             emit(list(gs.outcomes), write=lambda line: write(redact(line)), rootdir=gs.rootdir)
+    if s.export:  # last: an export its format cannot hold leaves the reports above written
+        write_exports(s.export, session_tests(gs.outcomes, gs.measurements),
+                      s.sources.get("export", "--goodput-export"))

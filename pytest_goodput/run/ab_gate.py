@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.judge.attribution import with_attribution
 from pytest_goodput.judge.sequential.ab_outcome import ab_outcome
 from pytest_goodput.run.server import server_summary
 from pytest_goodput.schema.outcomes.ab import ABResult
@@ -66,4 +67,4 @@ def gate_ab(nodeid: str, measured: ABMeasured, base: Engine, head: Engine, *,
     update: dict = {"notes": [*outcome.notes, *notes]}
     if cur or old:
         update["server"] = {"current": cur or None, "baseline": old or None}
-    return outcome.model_copy(update=update)
+    return with_attribution(outcome.model_copy(update=update))

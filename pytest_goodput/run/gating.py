@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
+from pytest_goodput.judge.attribution import with_attribution
 from pytest_goodput.judge.evidence import from_baseline, from_measurement, from_measurements
 from pytest_goodput.judge.sequential.head_launches import judge_look
-from pytest_goodput.judge.judge import Policy, judge
+from pytest_goodput.interop.readers.side import definition_mismatch
+from pytest_goodput.judge.judge import Policy, judge, metric_defs
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.launches import refusal
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
@@ -84,6 +86,10 @@ def gate(
     # SLOs and client validity are judged on every session's runs, not only the last.
     current.slo_results = [r for s in (*earlier, m) for r in s.runs]
     baseline = from_baseline(base, spec) if base is not None and base.sessions else None
+    if baseline is not None and (why := definition_mismatch(
+            baseline, current, [d.path for d in metric_defs(spec, policy.tolerance)])) is not None:
+        return Gated(TestOutcome(nodeid=nodeid, location=location, scenario=spec.scenario,
+                                 error=f"cannot compare with the baseline: {why}", notes=list(notes)))
     judging = Policy(compare=use_store, strict=policy.strict, tolerance=policy.tolerance,
                      update=policy.update)
     decided = True
@@ -92,7 +98,7 @@ def gate(
         outcome, decided = judge_look(nodeid, head, baseline, judging, planned, location=location)
     else:
         outcome = judge(nodeid, current, baseline, judging, location=location)
-    outcome = outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes]))
+    outcome = with_attribution(outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes])))
     if not policy.update:
         return Gated(outcome, decided=decided)
     return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current],

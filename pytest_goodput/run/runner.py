@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from pytest_goodput.engines.engine import Engine
-from pytest_goodput.engines.prometheus import scrape, server_metrics
+from pytest_goodput.engines.histograms import run_histograms
+from pytest_goodput.engines.prometheus import families, fetch, flatten, server_metrics
 from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.sending.loops import ProgressFn
@@ -35,7 +36,8 @@ def run_once(
 ) -> RunResult:
     """One run of a single-load spec; the engine's ``/metrics`` are read before, during and after it."""
     metrics_url = engine.base_url.removesuffix("/v1") + "/metrics"
-    before = scrape(metrics_url)
+    before_families = families(fetch(metrics_url))  # parsed once: flat numbers and histograms
+    before = flatten(before_families) if before_families is not None else None
     scraper = GaugeScraper(metrics_url) if before is not None else None
     sampler = GaugeSampler(scraper).start() if scraper is not None else None
     try:
@@ -50,10 +52,13 @@ def run_once(
         during = sampler.stop() if sampler is not None else {}
         if scraper is not None:
             scraper.close()
-    server = server_metrics(before, scrape(metrics_url))
+    after_families = families(fetch(metrics_url)) if before is not None else None
+    server = server_metrics(before, flatten(after_families) if after_families is not None else None)
     if server:
         server.update(during)
-    return result.model_copy(update={"server_metrics": server}) if server else result
+    clock = run_histograms(before_families, after_families)  # the engine's clock over the run
+    update = {"server_metrics": server, "engine_histograms": clock}
+    return result.model_copy(update={k: v for k, v in update.items() if v})
 
 
 class Tracker:

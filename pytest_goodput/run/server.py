@@ -17,7 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Callable, Optional
 
 from pytest_goodput.engines.prometheus import GAUGES, neutral
+from pytest_goodput.judge.attribution import with_attribution
+from pytest_goodput.measure.clocks.summary import clock_summary
+from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.side import Side
 
 #: Seconds between scrapes during a run: enough samples for a mean, little load on client and engine.
 SAMPLE_INTERVAL_S = 1.0
@@ -142,6 +146,7 @@ def server_summary(runs: Sequence[RunResult]) -> dict[str, float]:
     if spec:  # speculative decoding: accepted / draft tokens over all runs
         out["spec_decode_acceptance_rate"] = (sum(m.get("spec_decode_accepted_tokens", 0.0) for m in spec)
                                               / sum(m["spec_decode_draft_tokens"] for m in spec))
+    out.update(clock_summary(runs))  # the engine's clock beside ours (measure/clocks/summary.py)
     return out
 
 
@@ -153,3 +158,23 @@ def to_summary(server: Mapping[str, float]) -> dict[str, Optional[float]]:
 def from_summary(summary: Mapping[str, Optional[float]]) -> dict[str, float]:
     """The server numbers a baseline run recorded (empty for baselines recorded without them)."""
     return {k[len(PREFIX):]: v for k, v in summary.items() if k.startswith(PREFIX) and v is not None}
+
+
+def side_summary(side: Optional[Side]) -> dict[str, float]:
+    """The server numbers of a side's newest session: from its runs when it has them (a fresh
+    run, a ``--goodput-json`` or ``run --json`` file), else as its baseline recorded them."""
+    latest = side.newest if side is not None else None
+    if latest is None:
+        return {}
+    return server_summary(latest.results) if latest.results else from_summary(latest.summary)
+
+
+def with_server(outcome: TestOutcome, new: Side, base: Optional[Side]) -> TestOutcome:
+    """A ``compare`` outcome with both sides' server numbers and whose clock moved, as the
+    plugin's gate gives them (a capacity search probes other loads: none)."""
+    if outcome.scenario == "capacity":
+        return outcome
+    cur, old = side_summary(new), side_summary(base)
+    if cur or old:
+        outcome = outcome.model_copy(update={"server": {"current": cur or None, "baseline": old or None}})
+    return with_attribution(outcome)  # without either: a moved TTFT says there is no engine clock

@@ -61,6 +61,8 @@ SAMPLED_LATENCIES: tuple[str, ...] = ("ttft_ms", "ttfo_ms", "tpot_ms", "e2e_ms",
 #: Statistics every latency distribution reports, in report order.
 STATS: tuple[str, ...] = ("p50", "p90", "p95", "p99", "mean", "max")
 
+#: The output guard's metric: the share of prompts whose output matches the baseline's.
+OUTPUT_AGREEMENT = "output.agreement"
 #: Default tolerance for a metric without one of its own.
 DEFAULT_TOLERANCE = 0.05
 #: Prior session-to-session CV by kind: what a shared machine moves a metric between two
@@ -108,6 +110,8 @@ TOLERANCES: dict[str, float] = {
     "degradation.output_tokens_per_s": 0.10,
     "degradation.ttft_ms.p50": 0.25,
     "degradation.tpot_ms.p50": 0.15,
+    # absolute: a drop of two points of agreement below the baseline's own, beyond its noise
+    "output.agreement": 0.02,
 }
 
 #: Degradation within a run (``docs/metrics.md``, "Degradation within the run"): the last
@@ -179,6 +183,9 @@ FIXED: dict[str, MetricInfo] = {
         # Compared in every test (failures are never invisible); judged on an absolute scale.
         _info("error_rate", "error rate", "%", "lower", "proportion", gateable=False),
         _info("attainment", "attainment", "%", "higher", "proportion", gateable=False, tolerable=False),
+        # The output guard (docs/metrics.md, "Output agreement"): compared in every test whose
+        # sampling is deterministic, against the baseline sessions' own agreement; absolute.
+        _info(OUTPUT_AGREEMENT, "output agreement", "%", "higher", "proportion", gateable=False),
         # Reasoning models: how long the model thinks, per completed request. A workload
         # descriptor more than a speed; gateable (fewer is cheaper) and read by the judge's
         # "thinks longer" note.
@@ -352,7 +359,7 @@ def _scenario_gate(spec: SpecFields) -> tuple[str, ...]:
 #: Metrics judged on an absolute scale: a blanket relative tolerance (marker ``tolerance``,
 #: ``--goodput-tolerance``, ``--tolerance``) would read as percentage points here, so only
 #: ``tolerances={path: ...}`` changes theirs.
-ABSOLUTE_TOLERANCE: frozenset[str] = frozenset({"error_rate", *DEGRADATION})
+ABSOLUTE_TOLERANCE: frozenset[str] = frozenset({"error_rate", OUTPUT_AGREEMENT, *DEGRADATION})
 
 
 def tolerance_for(spec: SpecFields, path: str, default_tolerance: Optional[float] = None) -> float:

@@ -2,7 +2,8 @@
 
 Tools that watch a vLLM server (queue depth, KV-cache use, preemptions, token counters)
 read the simulator the same way; ``goodput_sim:*`` counters expose its fault injection.
-Nothing is updated per token: a collector reads the engine's counters when scraped.
+Nothing is updated per token: a collector reads the engine's counters when scraped. vLLM's
+latency histograms come from the engine's own clock (``sim/clock.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 
 def metrics_registry(engine: Any) -> Any:
@@ -44,6 +45,15 @@ def metrics_registry(engine: Any) -> Any:
              lambda: s.accepted_tokens_total),
         )
 
+    c = engine.clock
+    histograms = (
+        ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", c.ttft),
+        ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", c.itl),
+        ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", c.e2e),
+        ("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+         c.queue),
+    )
+
     class _Collector:
         def collect(self) -> Any:
             lbl = [engine.profile.model_name]
@@ -52,6 +62,10 @@ def metrics_registry(engine: Any) -> Any:
                     metric = family(name, doc, labels=["model_name"])
                     metric.add_metric(lbl, read())
                     yield metric
+            for name, doc, h in histograms:
+                hist = HistogramMetricFamily(name, doc, labels=["model_name"])
+                hist.add_metric(lbl, h.cumulative(), h.sum)
+                yield hist
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector())  # type: ignore[arg-type]

@@ -183,19 +183,22 @@ class ChunkEncoder:
         return out
 
     def usage_chunk(self, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0,
-                    cached_tokens: Optional[int] = None) -> bytes:
-        """The final ``choices: []`` chunk that ``stream_options.include_usage`` asks for."""
+                    cached_tokens: Optional[int] = None, metrics: Optional[dict[str, Any]] = None) -> bytes:
+        """The final ``choices: []`` chunk that ``stream_options.include_usage`` asks for (with
+        vLLM's per-request ``metrics`` when given, as vLLM sends them)."""
         u = json.dumps(_usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens),
                        separators=(",", ":")).encode()
-        return self.head + b"[],\"usage\":" + u + b"}\n\n"
+        m = b',"metrics":' + json.dumps(metrics, separators=(",", ":")).encode() if metrics else b""
+        return self.head + b"[],\"usage\":" + u + m + b"}\n\n"
 
 
 def completion_body(rid: str, chat: bool, model_name: str, text: str, prompt_tokens: int,
                     completion_tokens: int, reason: str, reasoning: str = "",
                     reasoning_tokens: int = 0, reasoning_field: str = "reasoning_content",
-                    cached_tokens: Optional[int] = None) -> dict[str, Any]:
+                    cached_tokens: Optional[int] = None,
+                    metrics: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """The whole non-streamed response of either endpoint (chat: reasoning text, if any, in
-    ``message.reasoning_content``; ``completion_tokens`` counts it)."""
+    ``message.reasoning_content``; ``completion_tokens`` counts it; vLLM's ``metrics`` if given)."""
     choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
     if chat:
         choice["message"] = {"role": "assistant", "content": text}
@@ -208,6 +211,7 @@ def completion_body(rid: str, chat: bool, model_name: str, text: str, prompt_tok
         "object": "chat.completion" if chat else "text_completion",
         "created": int(time.time()), "model": model_name, "choices": [choice],
         "usage": _usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens),
+        **({"metrics": metrics} if metrics else {}),
     }
 
 

@@ -81,9 +81,15 @@ class SimProfile(BaseModel):
     spec_accept: float = Field(
         1.0, ge=0, le=1, description="chance each draft token is accepted (the first rejection "
         "ends the step's accepted run)")
+    per_request_metrics: bool = Field(
+        False, description="vLLM's --enable-per-request-metrics: a `metrics` object (the engine's "
+        "own TTFT, queue time, ...) in non-streamed bodies and a stream's usage chunk")
     # --- faults and regressions ----------------------------------------------------------
     slowdown: float = Field(1.0, gt=0, description="multiplies every step time (inject a regression)")
     time_scale: float = Field(1.0, gt=0, description="multiplies every step time (unit change)")
+    output_drift: float = Field(
+        0.0, ge=0, le=1, description="faster but wrong: this share of prompts generate other text "
+        "and every step takes 1 - output_drift/2 of its time (sim/outputs.py)")
     launch_cv: float = Field(
         0.0, ge=0, le=1, description="launch-to-launch spread: each start of the server draws a "
         "level (lognormal, mean 1, this CV) that multiplies every step time of that launch")
@@ -129,7 +135,7 @@ class SimProfile(BaseModel):
     @property
     def step_factor(self) -> float:
         """Multiplier applied to every modelled step time."""
-        return self.slowdown * self.time_scale
+        return self.slowdown * self.time_scale * (1.0 - self.output_drift / 2.0)
 
 
 #: Named starting points. ``default`` saturates near 17 req/s at ISL 128 / OSL 64
@@ -220,6 +226,16 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         kind = int if name in ("max_queue", "error_status", "queue_full_status") else type(f.default)
         parser.add_argument(flag, type=kind, default=None, help=helptext)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``pytest-goodput sim``'s flags: server options plus one ``--kebab-case`` flag per knob."""
+    ap = argparse.ArgumentParser(prog="pytest-goodput sim", description="Run the engine simulator.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--trace", default=None, help="append intended/actual token write times (JSONL)")
+    add_profile_arguments(ap)
+    return ap
 
 
 def checked_knobs(text: str, flag: str) -> dict[str, str]:

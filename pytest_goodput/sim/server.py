@@ -11,7 +11,6 @@ the scheduling, fault injection and HTTP plumbing around it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -20,7 +19,6 @@ import random
 import socket
 import sys
 import time
-import zlib
 from typing import Any, Optional
 
 import uvicorn
@@ -37,8 +35,9 @@ from pytest_goodput.sim import openai, vision
 from pytest_goodput.sim.metrics import metrics_registry
 from pytest_goodput.sim.degrade import degrade_schedule
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
-from pytest_goodput.sim.profile import (SimProfile, SimProfileError, add_profile_arguments,
-                                        profile_from_env_and_args)
+from pytest_goodput.sim.clock import EngineClock
+from pytest_goodput.sim.profile import SimProfile, SimProfileError, build_parser, profile_from_env_and_args
+from pytest_goodput.sim.outputs import text_offset
 
 _VOCAB = (
     "the of and to in is was for on that with as by at from it an be this are or which "
@@ -89,6 +88,7 @@ class SimEngine:
     def __init__(self, profile: SimProfile, trace_path: Optional[str] = None) -> None:
         self.profile = profile = profile.launched()  # launch_cv: this launch's own level
         self.model = EngineModel(profile, degrade_schedule(profile))
+        self.clock = EngineClock(profile.per_request_metrics)  # the engine's own stamps (vLLM's)
         self.streams: dict[str, _Stream] = {}
         self._wake = asyncio.Event()
         self._task: Optional[asyncio.Task[None]] = None
@@ -116,7 +116,7 @@ class SimEngine:
             self._trace.close()
 
     async def _run(self) -> None:
-        model, streams, trace = self.model, self.streams, self._trace is not None
+        model, streams, trace, clock = self.model, self.streams, self._trace is not None, self.clock
         vnow = _CLOCK()
         while True:
             if not model.has_work:
@@ -135,6 +135,7 @@ class SimEngine:
                 st = streams.get(rid)
                 if st is None:
                     continue
+                clock.emitted(rid, n, done, deadline, res.duration_s)
                 if n > 1:  # speculative decoding: the step's tokens travel in one chunk
                     st.groups[st.ready] = st.ready + n
                 st.ready += n
@@ -184,11 +185,12 @@ class SimEngine:
         except RequestTooLong as err:
             return (400, str(err)), {}
         self.streams[rid] = _Stream()
+        self.clock.arrived(rid, _CLOCK())
         self._wake.set()
         plan = {
             "rid": rid, "out_len": out_len, "max_tokens": max_tokens, "seq": seq,
             "reasoning": reasoning, "total": total,
-            "offset": zlib.crc32(prompt.encode()) % _TEXT_LEN,
+            "offset": text_offset(prompt, _TEXT_LEN, p.output_drift),
             "stall_at": rng.randrange(1, total) if total > 1 and rng.random() < p.stall_prob
             else None,
             "drop_at": rng.randrange(1, total) if total > 1 and rng.random() < p.drop_prob
@@ -200,6 +202,7 @@ class SimEngine:
         """Forget a request; abort it in the model if the client left early."""
         st = self.streams.pop(rid, None)
         self.model.abort(rid)
+        self.clock.forget(rid)
         if st is not None and self._trace is not None and st.written:
             n = len(st.written)
             self._trace.write(json.dumps({"id": rid, "intended": st.intended[:n],
@@ -271,8 +274,8 @@ class _SSE:
                 if drop_at is not None and sent == drop_at:
                     e.drops += 1
                     raise _InjectedDrop()
-            tail = enc.usage_chunk(self.prompt_tokens, total, reasoning,
-                                   e.cached(plan)) if self.usage else b""
+            tail = enc.usage_chunk(self.prompt_tokens, total, reasoning, e.cached(plan),
+                                   e.clock.metrics(plan["rid"])) if self.usage else b""
             await send({"type": "http.response.body", "body": tail + openai.DONE, "more_body": False})
         finally:
             disc.remove_done_callback(st.wake)
@@ -304,13 +307,14 @@ def build_app(engine: SimEngine) -> Any:
             while not st.finished:
                 st.waiter = asyncio.get_running_loop().create_future()
                 await st.waiter
+            metrics = engine.clock.metrics(rid)
         finally:
             engine.finish(rid)
         n, r = plan["out_len"], plan["reasoning"]
         return JSONResponse(openai.completion_body(
             rid, chat, name, engine.text(plan["offset"] + r, n), n_prompt, n + r,
             openai.finish_reason(n, plan["max_tokens"]), engine.text(plan["offset"], r), r,
-            engine.profile.reasoning_field, engine.cached(plan)))
+            engine.profile.reasoning_field, engine.cached(plan), metrics))
 
     async def completions(request: Any) -> Any:
         return await generate(request, chat=False)
@@ -332,16 +336,6 @@ def build_app(engine: SimEngine) -> Any:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/models", models), Route("/health", health), Route("/metrics", metrics),
     ])
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Flags: server options plus one ``--kebab-case`` flag per :class:`SimProfile` knob."""
-    ap = argparse.ArgumentParser(prog="pytest-goodput sim", description="Run the engine simulator.")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    ap.add_argument("--trace", default=None, help="append intended/actual token write times (JSONL)")
-    add_profile_arguments(ap)
-    return ap
 
 
 async def _serve(profile: SimProfile, host: str, port: int, trace: Optional[str]) -> None:

@@ -155,8 +155,9 @@ def settle(at_regress_level: TestOutcome, at_clear_level: TestOutcome,
     done_clear = cleared(at_clear_level)
     # What more launches can settle: metrics with an interval. The error rate is compared on
     # exact counts as a safety net (0 failures in 200 never clear +0.5 pp), so it ends the
-    # test when it regresses but is not waited for.
-    pending = {c.metric for c in compared if c.interval is not None and c.metric != "error_rate"}
+    # test when it regresses but is not waited for; so does the output guard's agreement.
+    pending = {c.metric for c in compared
+               if c.interval is not None and c.metric not in ("error_rate", registry.OUTPUT_AGREEMENT)}
     out = []
     for c in compared:
         if c.metric in done_clear and c.verdict in ("pass", "underpowered", "inconclusive"):

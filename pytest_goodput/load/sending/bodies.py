@@ -3,7 +3,7 @@ idle moments, never more than a bounded window of them at once.
 
 Encoding a request at its deadline puts that work on the schedule: a trace's burst of 16
 rows of up to 120k tokens took 10 ms of JSON before the last of them could be written
-(``docs/decisions.md``, 2026-12-02). So the window builds each body before its request is
+(``docs/archive/decisions-log.md``, 2026-12-02). So the window builds each body before its request is
 started: the first ones before the clock starts (:meth:`BodyWindow.prefill`), the rest by a
 task that works in steps of at most ``STEP_S`` and only outside each request's quiet zone
 (from ``GUARD_S`` before the loop starts it, ``lead_s`` ahead of its deadline, to ``AFTER_S``

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from pytest_goodput.measure.clocks.timing import engine_timing
 from pytest_goodput.measure.records.crosscheck import (
     USAGE_TOKEN_FACTOR,
     ending_failure,
@@ -51,6 +52,7 @@ from pytest_goodput.measure.records.response import (
     parse_stream,
 )
 from pytest_goodput.measure.records.tokens import token_counter
+from pytest_goodput.measure.outputs.fingerprint import output_print
 from pytest_goodput.schema.runs.results import RequestRecord
 
 if TYPE_CHECKING:
@@ -147,6 +149,7 @@ def to_record(
     min_output_tokens: int | None = None,
     from_schedule: bool | None = None,
     trust_usage: bool = True,
+    fingerprint: bool = False,
 ) -> RequestRecord:
     """Turn one raw exchange into a record; failures are recorded, never dropped.
 
@@ -155,6 +158,7 @@ def to_record(
     accepted for symmetry with the client: both completion and chat chunk shapes are
     recognised whichever endpoint was called. ``trust_usage=False``: tokens come from the
     stream even where the usage agrees (the run's usage disagreed elsewhere: ``records_of``).
+    ``fingerprint``: keep the output's fingerprint (the output guard, ``measure/outputs``).
     """
     del api
     tokenizer = token_counter(tokenizer)  # a counting function, or an object with encode()
@@ -208,12 +212,14 @@ def to_record(
             first_answer_at=first_answer,
             usage_disagreement=disagrees,
             leading_blank_chunks=lead,
+            output_print=output_print("".join(parsed.texts)) if fingerprint else None,
         )
     prompt = (parsed.usage or {}).get("prompt_tokens")
     reported = isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0
     if reported:
         rec["prompt_tokens"] = prompt
     rec["cached_tokens"] = cached_prompt_tokens(parsed.usage, rec["prompt_tokens"])
+    rec["engine"] = engine_timing(parsed.engine_metrics)
     rec.update(image_fields(plan.images, plan.prompt_tokens, ex.request_bytes, prompt if reported else None))
 
     kind, detail = ex.error_kind, ex.error_detail

@@ -37,6 +37,7 @@ class ParsedResponse:
     done: bool = False  # the stream's ``data: [DONE]`` arrived
     finish_reason: Optional[str] = None  # the last non-null ``choices[].finish_reason``
     error: Optional[str] = None  # an ``error`` object's message (redacted), from any event
+    engine_metrics: Optional[dict[str, Any]] = None  # vLLM's per-request ``metrics`` object
 
 
 def _excerpt(text: str, limit: int = _EXCERPT) -> str:
@@ -77,6 +78,8 @@ def _take_event(obj: Any, t: float, out: ParsedResponse) -> Optional[str]:
     usage = obj.get("usage")
     if isinstance(usage, dict):
         out.usage = usage
+    if isinstance(obj.get("metrics"), dict):
+        out.engine_metrics = obj["metrics"]
     err = obj.get("error")
     if err is not None and out.error is None:
         msg = err.get("message", err) if isinstance(err, dict) else err

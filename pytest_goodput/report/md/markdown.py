@@ -11,11 +11,13 @@ from typing import Callable, Optional
 
 from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE
 from pytest_goodput.judge.noise.recording import OUTLIER_NOTE
+from pytest_goodput.judge.output_guard import GUARD_OFF_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
 from pytest_goodput.run.launches import RECORDING_NOTE
 from pytest_goodput.report.text.cost import cost_lines
 from pytest_goodput.report.text.engine_line import engine_line
 from pytest_goodput.report.md.md_context import details as env_details
+from pytest_goodput.report.md.clock import clock_block
 from pytest_goodput.report.md.md_context import questions_table, why_block
 from pytest_goodput.report.md.md_shapes import capacity_block, frontier_block, step_details
 from pytest_goodput.report.md.mdtable import code_span, escape_cell, table
@@ -157,6 +159,8 @@ def _section(o: TestOutcome) -> str:
     level = [escape_cell(n[len(MAIN_LEVEL_NOTE) + 2:]) for n in o.notes if n.startswith(MAIN_LEVEL_NOTE)]
     if level:  # main moved: judged against its current level, the report says so
         parts.append("> **Main's level:** " + "<br>".join(level))
+    for note in (n for n in o.notes if n.startswith(GUARD_OFF_NOTE)):  # random sampling: outputs unchecked
+        parts.append("> **Output guard off:** " + escape_cell(note[len(GUARD_OFF_NOTE) + 2:]))
     if o.incomparable_reasons:
         parts.append("> **Not compared with the baseline:** " + escape_cell("; ".join(o.incomparable_reasons)))
     if o.workload_changes:
@@ -168,7 +172,7 @@ def _section(o: TestOutcome) -> str:
         parts.append(trend_section(o.trends))
     if o.slos:
         parts.append(_slo_table(o))
-    for block in (why_block(o), frontier_block(o, _load_mermaid()) if o.frontier else "", capacity_block(o),
+    for block in (why_block(o), clock_block(o), frontier_block(o, _load_mermaid()) if o.frontier else "", capacity_block(o),
                   slices_block(o)):
         if block:
             parts.append(block)

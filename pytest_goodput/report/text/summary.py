@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 from tabulate import tabulate
 
 from pytest_goodput.measure.sketched import sketch_note
+from pytest_goodput.report.text.clock import clock_text
 from pytest_goodput.report.text.slices import degradation_text, steady_text
 from pytest_goodput.schema.runs.results import Distribution, ReceiveTimestamps, RunResult
 
@@ -98,6 +99,9 @@ def render_result(result: RunResult) -> str:
                      row("answer TPOT ms", m.answer_tpot_ms)]
     out.append(tabulate(rows, headers=["metric", "n", "mean", "p50", "p90", "p95", "p99", "max"],
                         tablefmt="simple", disable_numparse=True))
+    clock = clock_text(result)  # the engine's own latencies beside ours, when it exports them
+    if clock is not None:
+        out.append(clock)
     if result.percentile_slos:
         slo_rows = [[c.name, _f(c.limit_ms), _f(c.value_ms, 2), "ok" if c.ok else "FAILED",
                      "yes" if c.proven else f"no (needs {c.requests_needed})"]

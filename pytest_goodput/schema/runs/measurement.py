@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.schema.runs.session import Capacity, Sweep
+from pytest_goodput.schema.runs.session import ResultSource, Capacity, Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -24,6 +24,8 @@ class Measurement:
     #: What keeping this session valid took (``environment.SESSION_FACTS``: re-measured, a
     #: replaced launch), stored in a recorded session's ``Fingerprint.provenance``.
     provenance: dict[str, str] = field(default_factory=dict)
+    #: Set when the runs were read from another tool's result file (``goodput.judge_file``).
+    source: Optional[ResultSource] = None
 
     @property
     def result(self) -> RunResult:

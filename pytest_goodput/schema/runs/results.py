@@ -10,6 +10,7 @@ from typing import Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from pytest_goodput.schema.runs.engine_clock import EngineTiming, Histogram
 from pytest_goodput.schema.runs.slices import Slices
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.schema.outcomes.workload_check import PromptSet
@@ -109,6 +110,8 @@ class RequestRecord(_Model):
     leading_blank_chunks: int = Field(
         0, description="whitespace-only content chunks before the first output chunk (TTFT "
         "counts from the first chunk with visible text)")
+    engine: Optional[EngineTiming] = None  # the engine's own timing, when it sends it (vLLM)
+    output_print: Optional[str] = Field(None, description="the output's fingerprint (output guard on)")
 
 
 class Distribution(_Model):
@@ -131,13 +134,11 @@ class LatencyMetrics(_Model):
     itl_ms: Distribution
     e2e_ms: Distribution
     # Defaults: results written before reasoning models were measured still read back.
-    ttfo_ms: Distribution = Field(default_factory=Distribution,
-                                  description="time to first answer token (ms)")
+    ttfo_ms: Distribution = Field(default_factory=Distribution, description="time to first answer token (ms)")
     reasoning_tokens: Distribution = Field(default_factory=Distribution,
                                            description="reasoning tokens per completed request")
     # Multi-turn conversations (docs/metrics.md, "Conversations"); empty without them.
-    ttft_later_ms: Distribution = Field(default_factory=Distribution,
-                                        description="TTFT of turns 2 and later (ms)")
+    ttft_later_ms: Distribution = Field(default_factory=Distribution, description="TTFT of turns 2 and later (ms)")
     ttft_ms_by_turn: dict[str, Distribution] = Field(default_factory=dict,
                                                      description="TTFT (ms) by turn number")
     reasoning_tpot_ms: Distribution = Field(default_factory=Distribution,
@@ -149,8 +150,7 @@ class LatencyMetrics(_Model):
     images: Distribution = Field(default_factory=Distribution, description="images per request")
     image_tokens: Distribution = Field(default_factory=Distribution,
                                        description="prompt tokens beyond the text (requests with images)")
-    tokens_per_chunk: Distribution = Field(default_factory=Distribution,
-                                           description="output tokens per content chunk")
+    tokens_per_chunk: Distribution = Field(default_factory=Distribution, description="output tokens per chunk")
 
 
 class Throughput(_Model):
@@ -199,8 +199,7 @@ class ClientHealth(_Model):
     failed: int = Field(0, description="of which the engine failed (HTTP status >= 400, transport, timeout)")
     retries: int = Field(0, description="requests resent on a fresh connection (never written the first time)")
     loop_lag_p99_ms: Optional[float] = Field(
-        None, description="the event-loop lag P99 judged: this process's, or the worst worker's"
-    )
+        None, description="the event-loop lag P99 judged: this process's, or the worst worker's")
     loop_lag_limit_ms: Optional[float] = Field(None, description="the limit it was judged against")
     notes: list[str] = Field(default_factory=list, description="observations that do not invalidate the run")
     exact_receive: bool = Field(False, description="every response's receive times came from packet "
@@ -225,8 +224,7 @@ class ReceiveTimestamps(_Model):
     events_mapped: int = Field(0, description="of which a captured packet carried the last byte")
     packets: int = Field(0, description="server-to-client TCP segments captured")
     packets_dropped: int = Field(0, description="packets the kernel dropped before the capture read them")
-    clock_error_ms: Optional[float] = Field(
-        None, description="bound on the packet-clock to client-clock mapping")
+    clock_error_ms: Optional[float] = Field(None, description="bound on the packet-clock to client-clock mapping")
     receive_lag_ms: Distribution = Field(
         default_factory=Distribution, description="read time - packet time, per mapped event")
     end_lag_ms: Distribution = Field(
@@ -312,6 +310,7 @@ class RunResult(_Model):
     )
     client: ClientHealth
     server_metrics: dict[str, float] = Field(default_factory=dict)
+    engine_histograms: dict[str, Histogram] = Field(default_factory=dict)  # the run's delta, by ClockMetric
     cached_prompt_tokens: Optional[int] = Field(
         None, description="prompt tokens served from the engine's prefix cache (completed measured "
         "requests that report it); None when the engine does not report it")
@@ -367,6 +366,8 @@ class Samples(_Model):
     answer_tpot_ms: Optional[list[Optional[float]]] = None
     # The prompts' fingerprint; None in baselines recorded before it was kept.
     prompt_set: Optional[PromptSet] = None
+    # Completed requests' output fingerprints by request index; None: output guard off.
+    output_prints: Optional[dict[int, str]] = None
 
     @field_serializer("ttft_ms", "tpot_ms", "e2e_ms", "ttfo_ms", "reasoning_tpot_ms", "answer_tpot_ms",
                       "ttft_later_ms")
@@ -397,4 +398,6 @@ class Samples(_Model):
             reasoning_tpot_ms=[r.reasoning_tpot_ms for r in measured],
             answer_tpot_ms=[r.answer_tpot_ms for r in measured],
             prompt_set=prompt_set,
+            output_prints={r.index: r.output_print for r in measured if r.ok and r.output_print}
+            if any(r.output_print for r in measured) else None,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint, LoadKind
@@ -91,6 +91,19 @@ class Capacity(_Model):
 Degradation = dict[str, tuple[float, Optional[float]]]
 
 
+class ResultSource(_Model):
+    """Where an imported session came from: another tool's result file (``interop/readers``).
+
+    ``per_request`` False: the file held summaries only, so no spread within the run is known
+    and the judge compares the summaries (``judge/scalar/summary_only.py``)."""
+
+    tool: str = Field(description="the format: vllm-bench, aiperf or guidellm")
+    version: Optional[str] = Field(None, description="the tool's or the file schema's version, when it says")
+    per_request: bool = Field(description="the file had per-request values (else summaries only)")
+    definitions: dict[str, str] = Field(
+        default_factory=dict, description="metric -> the definition the file's values follow")
+
+
 class Session(_Model):
     """One engine launch's measurement of one test, fresh or stored.
 
@@ -110,6 +123,20 @@ class Session(_Model):
         default_factory=dict, exclude=True,
         description="metric path -> (degradation within the run, its SD)")
     results: list[RunResult] = Field(default_factory=list, exclude=True)
+    source: Optional[ResultSource] = Field(None, description="set when imported from another tool's file")
+
+    @model_serializer(mode="wrap")
+    def _without_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Stored sessions of our own runs stay as they were: ``source`` only when imported."""
+        out: dict[str, Any] = handler(self)
+        if out.get("source", 1) is None:
+            del out["source"]
+        return out
+
+    @property
+    def summary_only(self) -> bool:
+        """Imported from summaries alone: no per-request values, no spread within the run."""
+        return self.source is not None and not self.source.per_request
 
     @property
     def client_cpu(self) -> Optional[str]:

@@ -60,6 +60,11 @@ class Side:
         return [r for s in self.sessions for r in s.results]
 
     @property
+    def summary_only(self) -> bool:
+        """Some session is known by its summaries alone (an imported summary-only file)."""
+        return any(s.summary_only for s in self.sessions)
+
+    @property
     def env(self) -> Optional[Fingerprint]:
         return self.newest.environment if self.newest is not None else None
 

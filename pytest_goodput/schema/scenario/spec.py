@@ -100,6 +100,11 @@ class ScenarioSpec(BaseModel):
     stream: bool = Field(True, description="stream the response (per-token timings, TPOT and ITL, need it)")
     ignore_eos: bool = Field(True, description="ask the engine to generate exactly osl tokens "
                              "(a shorter answer fails)")
+    temperature: Optional[float] = Field(None, ge=0, le=2, description="the sampling temperature sent "
+        "with every request (0: greedy, the spec's seed sent as the request's seed); None: the engine's")
+    output_guard: Optional[bool] = Field(None, description="fingerprint each prompt's output and gate "
+        "its agreement with the baseline's (docs/metrics.md, \"Output agreement\"); None: on when "
+        "temperature=0")
 
     # --- reasoning models: how hard the model thinks (part of the workload) -------------
     reasoning_effort: Optional[Literal["low", "medium", "high"]] = Field(
@@ -187,6 +192,11 @@ class ScenarioSpec(BaseModel):
         return self
 
     @property
+    def guards_outputs(self) -> bool:
+        """Whether runs fingerprint their outputs: ``output_guard``, else deterministic sampling."""
+        return self.output_guard if self.output_guard is not None else self.temperature == 0
+
+    @property
     def has_request_slos(self) -> bool:
         return any(v is not None for v in (self.ttft_ms, self.ttfo_ms, self.tpot_ms, self.e2e_ms))
 
@@ -205,7 +215,7 @@ class ScenarioSpec(BaseModel):
         """
         skip = {"tolerance", "tolerances", "gate", "workers", "backend", "sketch_above", "capture",
                 "max_error_rate", "interactivity_tolerance", "repeats", "head_launches", "saturation_stop",
-                "slice_s"}
+                "slice_s", "output_guard"}
         defaults = ScenarioSpec.model_construct().model_dump(mode="json")
         return {
             k: v for k, v in self.model_dump(mode="json").items()

@@ -41,6 +41,13 @@ SLO_PRESETS: dict[str, tuple[float, float]] = {
     "mlperf/deepseek-r1/interactive": (1500.0, 15.0),
     "mlperf/gpt-oss-120b/server": (3000.0, 80.0),
     "mlperf/gpt-oss-120b/interactive": (2000.0, 15.0),
+    # Use cases, from GuideLLM's published SLO examples (docs/guides/service_level_objectives.md
+    # in vllm-project/guidellm): "TTFT <= X ms, ITL <= Y ms for 99% of requests"; GuideLLM's
+    # ITL is our TPOT. Code completion and batch state only a request latency or a throughput.
+    "guidellm/chat": (200.0, 50.0),
+    "guidellm/rag": (300.0, 100.0),
+    "guidellm/content-generation": (600.0, 200.0),
+    "guidellm/code-generation": (500.0, 150.0),
 }
 
 
@@ -135,6 +142,9 @@ def check_consistency(spec: SpecFields) -> None:
     if spec.workload != "synthetic" and not spec.dataset:
         raise ValueError(f"workload {spec.workload!r} needs dataset= (a file path)")
     check_images(spec)
+    if spec.output_guard and spec.temperature not in (None, 0):
+        raise ValueError(f"output_guard=True needs deterministic sampling: temperature=0 (got "
+                         f"temperature={spec.temperature:g}); random outputs agree by chance only")
     if spec.max_len is not None and spec.max_len < spec.min_len:
         raise ValueError("max_len must be >= min_len")
     for value in spec.tolerances.values():

@@ -1,0 +1,1 @@
+"""What the engine generated, kept as compact fingerprints for the output guard."""
