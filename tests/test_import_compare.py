@@ -8,6 +8,7 @@ unchanged engine and find the regression, through the CLI as users run it.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,16 @@ def test_exported_vllm_json_reads_back_with_equal_metrics(tmp_path):
     (outcome,) = doc["outcomes"]
     assert outcome["key_metrics"] == outcome["baseline_key_metrics"]
     assert all(c["change"] == pytest.approx(0.0, abs=1e-9) for c in outcome["comparisons"])
+
+
+def test_the_readme_command_finds_the_half_slot_regression(tmp_path):
+    """The README's "Other tools' results" command, run as written from the repo root."""
+    readme = (DATA.parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Other tools' results", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    argv = shlex.split(block.replace("\\\n", " "))
+    assert argv[:3] == ["python", "-m", "pytest_goodput"], argv
+    proc = subprocess.run([sys.executable, *argv[1:]], cwd=DATA.parent.parent, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "output throughput" in proc.stdout and "regressed" in proc.stdout
