@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+from pytest_goodput.judge.scalar.acceptance import acceptance_comparison
 from pytest_goodput.judge.shapes.capacity import capacity_comparison
 from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
@@ -26,7 +27,7 @@ from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.outcomes.shapes import SweepOutcome
-from pytest_goodput.schema.registry import DEGRADATION, run_gate, sweep_point_gate, tolerance_for
+from pytest_goodput.schema.registry import ACCEPTANCE, DEGRADATION, run_gate, sweep_point_gate, tolerance_for
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
@@ -175,6 +176,11 @@ def judge(
     comparisons = [_with_noise(c, baseline) for c in comparisons]
     extra, frontier_cmp = _shape_comparisons(spec, current, baseline, policy)
     extra += degradation_comparisons(spec, current, baseline, policy)
+    # Speculative decoding: judged beside throughput whenever both sides drafted.
+    accepted = (acceptance_comparison(baseline.sessions, current.sessions,
+                                      tolerance_for(spec, ACCEPTANCE, policy.tolerance), policy.confidence)
+                if spec.scenario not in ("sweep", "capacity") else None)
+    extra += [accepted] if accepted is not None else []
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = SweepOutcome.model_validate(
             {**frontier, "baseline": _json(baseline.frontier or []), "comparison": frontier_cmp})
