@@ -89,3 +89,17 @@ def test_the_bench_judges_the_gate_before_and_the_registry_default(monkeypatch: 
     decode = np.array(r.e2e_ms) - ttft
     assert np.array(slowed.e2e_ms)[hit] == pytest.approx(new[hit] + 1.12 * decode[hit])
     assert not math.isnan(float(np.median(new)))
+
+
+def test_the_gated_p90_hand_computed() -> None:
+    from pytest_goodput.judge.scalar.values import metric_value
+    from pytest_goodput.schema.runs.results import Samples
+
+    ttft = [float(v) for v in range(10, 101, 10)]
+    run_ok = Samples(window_s=1.0, ok=[True] * 10, ttft_ms=ttft, tpot_ms=ttft, e2e_ms=ttft,
+                     output_tokens=[8] * 10, prompt_tokens=[8] * 10)
+    assert metric_value(run_ok, "metrics.ttft_ms.p90") == 90.0
+    ok = [True] * 10
+    ok[1] = False  # the 20 ms request failed: ranked at the top
+    failed = run_ok.model_copy(update={"ok": ok, "ttft_ms": [None if not o else v for v, o in zip(ttft, ok)]})
+    assert metric_value(failed, "metrics.ttft_ms.p90") == 100.0
