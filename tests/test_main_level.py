@@ -94,7 +94,7 @@ def test_a_lone_disturbed_session_is_set_aside_and_named() -> None:
 def test_main_s_level_is_shown_per_gated_metric_with_the_sessions_not_judged_against_marked() -> None:
     o = _judge([1.0, 1.0, 1.0, 1.25, 1.25], 1.25, 0)
     lines = [n for n in o.notes if "over the sessions" in n]
-    assert len(lines) == 5  # goodput, TTFT P50/P99, TPOT P50/P99 (the error rate is counts)
+    assert len(lines) == 7  # goodput, TTFT P50/P90/P99, TPOT P50/P90/P99 (the error rate is counts)
     tpot = next(n for n in lines if "TPOT P50" in n)
     assert tpot.count("*") == 4  # three sessions before the step, and the legend
 

@@ -179,3 +179,29 @@ def test_a_step_straddling_the_end_of_the_reasoning_is_two_chunks():
              for c in chunks]
     assert kinds == [("reasoning", " a"), ("reasoning", " b"), ("answer", " c d"), ("answer", " e")]
     assert json.loads(chunks[-1][6:])["choices"][0]["finish_reason"] == "length"
+
+
+def test_lower_acceptance_fails_the_gate_naming_it_and_a_a_passes(pytester):
+    """The docs' example recorded on a simulator accepting 80 % of its drafts: the same engine
+    passes with the acceptance rate judged *pass*; one accepting 30 % fails, the acceptance
+    rate *regressed* and named in the terminal."""
+    pytester.makepyfile(test_docs_spec_gate=_docs_example())
+    out = pytester.path / "out.json"
+    with simulator(spec_tokens=2, spec_accept=0.8, time_scale=2.0) as sim:
+        pytester.runpytest(f"--goodput-url={sim.base_url}", "--goodput-update-baseline",
+                           "--goodput-sessions=3").assert_outcomes(passed=1)
+        same = pytester.runpytest(f"--goodput-url={sim.base_url}", "--goodput-baseline",
+                                  f"--goodput-json={out}")
+    same.assert_outcomes(passed=1)
+    rows = {c["metric"]: c for c in json.loads(out.read_text())["tests"][0]["outcome"]["comparisons"]}
+    assert rows["spec_decode.acceptance_rate"]["verdict"] == "pass", rows
+    with simulator(spec_tokens=2, spec_accept=0.3, time_scale=2.0) as low:
+        res = pytester.runpytest(f"--goodput-url={low.base_url}", "--goodput-baseline",
+                                 f"--goodput-json={out}")
+    res.assert_outcomes(failed=1)
+    rows = {c["metric"]: c for c in json.loads(out.read_text())["tests"][0]["outcome"]["comparisons"]}
+    acc = rows["spec_decode.acceptance_rate"]
+    assert acc["verdict"] == "regressed", acc
+    # k = 2: (p + p²) / 2 accepted per draft token, 72 % at p = 0.8 and 19.5 % at p = 0.3
+    assert acc["baseline"] == pytest.approx(0.72, abs=0.08) and acc["current"] == pytest.approx(0.195, abs=0.08)
+    assert "spec-decode acceptance" in res.stdout.str()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+from pytest_goodput.judge.scalar.acceptance import acceptance_comparison
 from pytest_goodput.judge.shapes.capacity import capacity_comparison
 from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
@@ -29,7 +30,8 @@ from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint
 from pytest_goodput.schema.outcomes.outcome import MetricComparison, TestOutcome
 from pytest_goodput.schema.outcomes.shapes import SweepOutcome
-from pytest_goodput.schema.registry import DEGRADATION, OUTPUT_AGREEMENT, run_gate, sweep_point_gate, tolerance_for
+from pytest_goodput.schema.registry import (ACCEPTANCE, DEGRADATION, OUTPUT_AGREEMENT, run_gate, sweep_point_gate,
+                                            tolerance_for)
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.judge.vocabulary import CONFIDENCE, MetricDef
@@ -193,6 +195,11 @@ def judge(
                               tolerance=tolerance_for(spec, OUTPUT_AGREEMENT, policy.tolerance))
     extra += [guard] if guard is not None else []
     update["notes"] += [note] if (note := off_note(spec)) else []
+    # Speculative decoding: judged beside throughput whenever both sides drafted.
+    accepted = (acceptance_comparison(baseline.sessions, current.sessions,
+                                      tolerance_for(spec, ACCEPTANCE, policy.tolerance), policy.confidence)
+                if spec.scenario not in ("sweep", "capacity") else None)
+    extra += [accepted] if accepted is not None else []
     if frontier is not None and frontier_cmp is not None:
         update["frontier"] = SweepOutcome.model_validate(
             {**frontier, "baseline": _json(baseline.frontier or []), "comparison": frontier_cmp})

@@ -97,9 +97,17 @@ TOLERANCES: dict[str, float] = {
     # The median of TTFT is queueing too, but over half the requests: a default gate at 10 %
     # holds A/A (bench/gate_quality.py, the median arm).
     "metrics.ttft_ms.p50": 0.10,
+    # The middle (docs/decisions.md, "The middle is gated"): P90 TTFT is queueing as the
+    # median is, with a tenth of the requests above it; P90 TPOT follows machine speed as the
+    # median does. Both hold A/A at these (bench/middle.py).
+    "metrics.ttft_ms.p90": 0.10,
+    "metrics.tpot_ms.p90": 0.05,
     # A search resolves capacity to capacity_resolution (5 %): two searches can only tell
     # apart changes of about twice that.
     "capacity.requests_per_s": 0.10,
+    # Speculative decoding's acceptance: a session's rate moved by about 1 % between sessions
+    # of one simulator at concurrency 1-4 (docs/metrics.md); 5 % is a lost draft in twenty.
+    "spec_decode.acceptance_rate": 0.05,
     # The reasoning length a model chose; the judge names changes beyond this (and
     # significant) as a workload change (judge/workload.py).
     "metrics.reasoning_tokens.mean": 0.10,
@@ -127,7 +135,7 @@ _SHORT_STAT_RE = re.compile(rf"^({_COLUMNS})_ms\.(p\d+(?:\.\d+)?|mean|max)$")
 
 
 #: Prior run-to-run spreads that differ from their kind's: the error rate's is absolute.
-RUN_CV_BY_PATH: dict[str, float] = {"error_rate": 0.002}
+RUN_CV_BY_PATH: dict[str, float] = {"error_rate": 0.002, "spec_decode.acceptance_rate": 0.04}
 
 
 def _info(path: str, label: str, unit: str, direction: Direction, kind: Kind, *,
@@ -138,6 +146,11 @@ def _info(path: str, label: str, unit: str, direction: Direction, kind: Kind, *,
                       day_cv=DAY_CV_BY_PATH.get(path, DAY_CV[kind]),
                       gateable=gateable, tolerable=tolerable)
 
+
+#: Speculative decoding's acceptance rate, accepted / draft tokens per session from the engine's
+#: counters (``docs/metrics.md``, "Tokens per chunk (speculative decoding)"); judged whenever
+#: both sides drafted (``judge/scalar/acceptance.py``).
+ACCEPTANCE = "spec_decode.acceptance_rate"
 
 #: Mean reasoning tokens per completed request (``docs/metrics.md``, "Reasoning").
 REASONING_MEAN = "metrics.reasoning_tokens.mean"
@@ -194,6 +207,9 @@ FIXED: dict[str, MetricInfo] = {
         # it; shown and recorded, never compared (docs/metrics.md).
         *(_info(path, label, unit, direction, "mean", gateable=False, tolerable=False)
           for path, label, unit, direction in WORKLOAD_SHAPE),
+        # Speculative decoding: one number per session from the engine's counters, judged
+        # beside throughput whenever both sides drafted; a tolerance, never named in gate=.
+        _info(ACCEPTANCE, "spec-decode acceptance", "%", "higher", "shape", gateable=False),
         # Time slices: the change from the first steady slice to the last, as a fraction.
         _info("degradation.output_tokens_per_s", "degradation: output throughput", "%", "higher",
               "within_run"),
@@ -351,9 +367,10 @@ def _scenario_gate(spec: SpecFields) -> tuple[str, ...]:
     if spec.has_request_slos:
         gated += ("goodput.requests_per_s",)
     # The medians too: a slowdown of most requests that spares the tail (short prompts slower,
-    # long ones unchanged) moves neither P99.
-    return gated + ("metrics.ttft_ms.p50", "metrics.ttft_ms.p99", "metrics.tpot_ms.p50",
-                    "metrics.tpot_ms.p99")
+    # long ones unchanged) moves neither P99. And the middle: a slowdown of the requests
+    # between the median and the tail moves neither the medians nor the P99s.
+    return gated + ("metrics.ttft_ms.p50", "metrics.ttft_ms.p90", "metrics.ttft_ms.p99",
+                    "metrics.tpot_ms.p50", "metrics.tpot_ms.p90", "metrics.tpot_ms.p99")
 
 
 #: Metrics judged on an absolute scale: a blanket relative tolerance (marker ``tolerance``,
