@@ -75,7 +75,7 @@ def test_faster_but_wrong_fails_the_gate_while_unchanged_outputs_pass(pytester, 
     sampled = _outcomes(same)["test_sampled"]
     assert "output.agreement" not in _verdicts(sampled)
     assert any(n.startswith("output guard off: sampling not deterministic") for n in sampled["notes"])
-    assert "output agreement" in res.stdout.str()
+    res.assert_outcomes(passed=2)  # the table's worst metric of a pass is whichever moved most
 
     wrong = tmp_path / "wrong.json"
     res = pytester.runpytest(f"--goodput-url={drifted_url}", "--goodput-baseline", f"--goodput-json={wrong}")
