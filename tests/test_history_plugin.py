@@ -27,7 +27,7 @@ NODEID = "test_perf.py::test_server"
 TEST = """
 import pytest
 
-@pytest.mark.goodput(scenario="server", requests=16, rate=5.0, isl=8, osl=4, tpot_ms=1000,
+@pytest.mark.goodput(scenario="server", requests=16, rate=5.0, isl=8, osl=4,
                      ttft_ms=5000, attainment=0.9, gate=["goodput.requests_per_s"], tolerance=0.5)
 def test_server(goodput):
     goodput.run()
@@ -37,7 +37,8 @@ def test_server(goodput):
 @pytest.fixture(scope="module")
 def sim_url():
     # Slow steps make latencies long enough for the client's self-check to tolerate a busy
-    # machine's event-loop lag (its limit scales with the latencies measured).
+    # machine's event-loop lag (its limit scales with the latencies measured). The test sets no
+    # TPOT limit: a loop stall reads a 4-token answer at once, which meets no TPOT limit.
     with simulator(slowdown=4.0) as eng:
         yield eng.base_url
 
