@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMAND = ["pytest", "example_suite", "--goodput-baseline", "-p", "no:cacheprovider"]
 #: A verdict row of the gate's detail table: "  TTFT P99 (ms)  23.1  27.6  +19.7%  [...]  ✗ regressed".
 VERDICT = re.compile(r"^\s{2}(\S.*?)\s{2,}.*?\]\s+(\S)\s(regressed|underpowered|inconclusive|pass|improved)\b")
-HEADER = re.compile(r"^(?:✗|~|\?|!) (regressed|underpowered|inconclusive|invalid|failed)\S*: (\S+)")
+HEADER = re.compile(r"^(?:✗|~|\?|!|≠) ([a-z-]+): (\S+)")
 
 
 def fresh_clone(tree: Path, into: Path, venv: Path | None = None) -> Path:
