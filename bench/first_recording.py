@@ -61,8 +61,8 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def sizes(cwd: Path) -> None:
-    """Bytes of each baseline file (the reviewable JSON and its samples) under ``.goodput``."""
-    for p in sorted((cwd / ".goodput").rglob("*")):
+    """Bytes of each baseline file (the reviewable JSON and its samples) under ``perf/.goodput``."""
+    for p in sorted((cwd / "perf" / ".goodput").rglob("*")):
         if p.is_file() and "baselines" in p.parts:
             print(f"    {p.relative_to(cwd)}: {p.stat().st_size:,} bytes", flush=True)
 
