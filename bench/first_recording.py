@@ -6,7 +6,11 @@ directory with ``goodput_engine = sim`` in its ``pytest.ini``, runs
 command its exit status, wall time, the engine launches and seconds of load the plugin reports
 (its ``cost:`` line) and the summary line::
 
-    python bench/first_recording.py [--time-scale 2]
+    python bench/first_recording.py [--time-scale 2] [--re-record N]
+
+``--re-record N`` then records again (``--goodput-sessions N``, the history keeping five) and
+prints the baseline files' sizes after the first recording and ``git diff --stat`` of the
+re-record: what a reviewer reads when a baseline is committed (N = 1: a push's one session).
 
 ``--time-scale`` stretches the simulator's steps (``GOODPUT_SIM_TIME_SCALE``): fewer tokens a
 second for the client to read on a busy machine, the same arrivals, so the same seconds of load.
@@ -52,9 +56,22 @@ def run(cwd: Path, *args: str, time_scale: Optional[float] = None) -> None:
             print("   ", line.strip()[:300], flush=True)
 
 
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def sizes(cwd: Path) -> None:
+    """Bytes of each baseline file (the reviewable JSON and its samples) under ``perf/.goodput``."""
+    for p in sorted((cwd / "perf" / ".goodput").rglob("*")):
+        if p.is_file() and "baselines" in p.parts:
+            print(f"    {p.relative_to(cwd)}: {p.stat().st_size:,} bytes", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-scale", type=float, help="GOODPUT_SIM_TIME_SCALE for the simulator")
+    parser.add_argument("--re-record", type=int, metavar="N",
+                        help="record again with N sessions and print the sizes and git diff --stat")
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         perf = Path(tmp) / "perf"
@@ -63,6 +80,15 @@ def main() -> None:
         (perf / "test_chat.py").write_text(readme_gate())
         run(Path(tmp), "--goodput-update-baseline", time_scale=ns.time_scale)
         run(Path(tmp), "--goodput-baseline", time_scale=ns.time_scale)
+        if ns.re_record:
+            sizes(Path(tmp))
+            git(Path(tmp), "init", "-q")
+            git(Path(tmp), "add", "-A")
+            git(Path(tmp), "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "record")
+            run(Path(tmp), "--goodput-update-baseline", f"--goodput-sessions={ns.re_record}",
+                "--goodput-history=5", time_scale=ns.time_scale)
+            git(Path(tmp), "add", "-A")
+            print(git(Path(tmp), "diff", "--cached", "--stat"), flush=True)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ tally of verdicts per test::
 
     python bench/readme_command.py --runs 10 --slow-runs 2
 
-``--tree`` clones another commit or checkout (default: this repository's HEAD).
+``--tree`` clones another commit or checkout (default: this repository's HEAD);
+``--clone-each`` makes every run a fresh clone of it; ``--venv DIR`` runs an existing virtual
+environment's pytest instead of creating one (the clone is then not installed into it)::
+
+    python bench/readme_command.py --runs 5 --slow-runs 5 --clone-each --venv "$VIRTUAL_ENV"
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMAND = ["pytest", "example_suite", "--goodput-baseline", "-p", "no:cacheprovider"]
 #: A verdict row of the gate's detail table: "  TTFT P99 (ms)  23.1  27.6  +19.7%  [...]  ✗ regressed".
 VERDICT = re.compile(r"^\s{2}(\S.*?)\s{2,}.*?\]\s+(\S)\s(regressed|underpowered|inconclusive|pass|improved)\b")
-HEADER = re.compile(r"^(?:✗|~|\?|!) (regressed|underpowered|inconclusive|invalid|failed)\S*: (\S+)")
+HEADER = re.compile(r"^(?:✗|~|\?|!|≠) ([a-z-]+): (\S+)")
 
 
-def fresh_clone(tree: Path, into: Path) -> Path:
-    """Clone ``tree`` and install it in a new virtual environment, as the README says."""
+def fresh_clone(tree: Path, into: Path, venv: Path | None = None) -> Path:
+    """Clone ``tree`` and install it in a new virtual environment, as the README says
+    (``venv``: an existing one, used as it is)."""
     repo = into / "clone"
     subprocess.run(["git", "clone", "-q", str(tree), str(repo)], check=True)
+    if venv is not None:
+        return repo
     venv = into / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
@@ -82,11 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-runs", type=int, default=2, help="runs with GOODPUT_SIM_SLOWDOWN (default 2)")
     ap.add_argument("--slowdown", type=float, default=1.2)
     ap.add_argument("--tree", type=Path, default=ROOT, help="the checkout to clone (default: this one)")
+    ap.add_argument("--clone-each", action="store_true", help="a fresh clone for every run")
+    ap.add_argument("--venv", type=Path, help="an existing virtual environment to run pytest from")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="goodput-readme-") as tmp:
         t0 = time.monotonic()
-        repo = fresh_clone(args.tree, Path(tmp))
-        venv_bin = Path(tmp) / "venv" / "bin"
+        repo = fresh_clone(args.tree, Path(tmp), args.venv)
+        venv_bin = (args.venv or Path(tmp) / "venv") / "bin"
         print(f"fresh clone of {args.tree} installed in {time.monotonic() - t0:.0f} s")
         plan = [(None, i) for i in range(args.runs)] + [(args.slowdown, i) for i in range(args.slow_runs)]
         tally: dict[str, Counter[str]] = defaultdict(Counter)
@@ -95,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             arm = "unchanged" if slowdown is None else f"slowdown {slowdown}"
             t1 = time.monotonic()
             load = os.getloadavg()[0]
-            code, text = run_once(repo, venv_bin, slowdown)
+            if args.clone_each:
+                with tempfile.TemporaryDirectory(prefix="goodput-clone-") as one:
+                    repo = fresh_clone(args.tree, Path(one), args.venv or Path(tmp) / "venv")
+                    code, text = run_once(repo, venv_bin, slowdown)
+            else:
+                code, text = run_once(repo, venv_bin, slowdown)
             summary, verdicts, regressed = outcome(text)
             exits[arm][code] += 1
             for test, verdict in verdicts.items():

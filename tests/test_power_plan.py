@@ -109,7 +109,7 @@ def test_the_plan_command_reads_the_example_suites_baselines(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "power plan: test_serving.py::test_interactive_slo: 5 session(s) x 1 run(s)" in out
-    assert "the between-sitting prior applies" in out
+    assert "the baseline spans 2 sittings" in out  # recorded on two days: the spread measures it
     assert "none for a sweep test" in out
     missing = subprocess.run([sys.executable, "-m", "pytest_goodput", "plan", str(tmp_path / "nope.json")],
                              capture_output=True, text=True, timeout=120)
