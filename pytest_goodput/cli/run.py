@@ -74,7 +74,7 @@ SPEC_FLAGS = (
     ("--slice-duration", float, "time slices: metrics per window of this many seconds, where the "
                                 "steady state began, the degradation within the run (off by default)"),
     # multi-turn conversations and shared prefixes (docs/workloads.md)
-    ("--turns", int, "requests per conversation (chat, concurrency scenario)"),
+    ("--turns", int, "requests per conversation (chat; closed and open loops)"),
     ("--think-time", float, "mean seconds between a conversation's turns"),
     ("--prefix-len", int, "tokens of a shared prefix"),
     ("--prefix-groups", int, "distinct shared prefixes"),
