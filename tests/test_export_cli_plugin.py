@@ -93,14 +93,15 @@ def test_the_cli_exports_a_run_and_a_comparison(tmp_path, sim_url):
         done = _cli("run", "--url", sim_url, "--scenario", "concurrency", "--concurrency", "2", "--requests",
                     "24", "--isl", "16", "--osl", "8", "--json", str(path),
                     "--export", f"vllm={tmp_path}/{name}.vllm.json", "--goodput-export", f"bmf={tmp_path}/{name}.bmf.json")
-        assert done.returncode in (0, 3), done.stderr  # 3: a busy machine's client set the pace
+        assert done.returncode == 0, done.stderr  # the suite's self-check: the client kept pace
         runs.append(path)
     vllm = json.loads((tmp_path / "head.vllm.json").read_text())
     assert set(vllm) <= set(VLLM_KEYS) and vllm["num_prompts"] == 24 and vllm["label"] == "run"
     assert "run" in json.loads((tmp_path / "head.bmf.json").read_text())
-    done = _cli("compare", str(runs[0]), str(runs[1]), "--export", f"llmd={tmp_path}/cmp.json",
+    # The head against itself: every verdict a pass, so the exit code is one thing (0).
+    done = _cli("compare", str(runs[1]), str(runs[1]), "--export", f"llmd={tmp_path}/cmp.json",
                 "--export", f"pytorch={tmp_path}/cmp.pt.json")
-    assert done.returncode in (0, 1, 3), done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "cmp.json").read_text())
     _llmd_schema().validate(report)
     assert any(k.startswith("status:") for k in report["run"]["keywords"])
