@@ -302,8 +302,10 @@ GoodputHarness._valid_measurement = _counting_measurement(GoodputHarness._valid_
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Any:
-    # Fast tests re-measure only fake runs made invalid on purpose: not the machine's doing.
-    _CURRENT[0] = item.nodeid if item.get_closest_marker("integration") else ""
+    # Fast tests, and tests marked planted_stalls, re-measure only runs made invalid on purpose:
+    # not the machine's doing.
+    counted = item.get_closest_marker("integration") and not item.get_closest_marker("planted_stalls")
+    _CURRENT[0] = item.nodeid if counted else ""
     before = len(fake_selfcheck.forced)
     try:
         return (yield)

@@ -20,7 +20,7 @@ import pytest_goodput.run.gating  # noqa: F401
 from pytest_goodput.judge.identity import what_changed
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.plugin import harness as harness_mod
-from pytest_goodput.run.launches import Launches, recording_note, refusal, valid_session
+from pytest_goodput.run.launches import Launches, kept_sessions, refusal, valid_session
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import ClientHealth, Interrupted
@@ -103,6 +103,24 @@ def test_a_launch_whose_session_stays_paced_is_replaced_and_the_earlier_launches
                               "the pace of 2 runs on it (planted stall*); extra launches left in this recording: 1"])
 
 
+@pytest.mark.planted_stalls
+def test_a_session_still_paced_on_its_replacement_launches_is_left_out_and_the_valid_four_stored(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = plant(monkeypatch, {3, 4, 5, 6, 7, 8})  # session 3: both runs on each of its three launches
+    res, doc, runs = record(pytester)
+    res.assert_outcomes(passed=1)
+    assert calls[0] == 10
+    assert doc["engines"]["launches"] == 7  # both extra launches spent on session 3
+    assert len(runs) == 4  # sessions 1, 2, 4 and 5
+    assert ["replaces launch" in r["environment"]["provenance"] for r in runs] == [False] * 4
+    outcome = doc["tests"][0]["outcome"]
+    assert outcome["baseline_status"] == "updated" and outcome["client_valid"]
+    note = ("recording kept what is valid: 4 of 5 sessions valid; 4 stored; left out, the client set the "
+            f"pace of them even on a replacement launch: session 3 ({STALL})")
+    assert any(n.startswith(note) for n in outcome["notes"]), outcome["notes"]
+    res.stdout.fnmatch_lines([f"*{note}*"])
+
+
 def _m(valid: bool) -> Measurement:
     spec = build_spec({"scenario": "offline", "requests": 1})
     health = ClientHealth(valid=valid, reasons=[] if valid else [STALL], cpu_utilization=0.1)
@@ -119,7 +137,8 @@ def test_a_recording_out_of_extra_launches_is_refused_naming_the_valid_sessions_
     assert said[-1] == (f"goodput: t::t: replacing session 3's launch, the client set the pace of 2 runs on it "
                         f"({STALL}); extra launches left in this recording: 0")
     message = refusal("t::t", sessions)
-    assert message.startswith("t::t: baseline not recorded: 4 of 5 sessions valid; the client set the pace "
+    assert message.startswith("t::t: baseline not recorded: 4 of 5 sessions valid (a recording stores its valid "
+                              "sessions when at least 2 are); the client set the pace "
                               "of session 3 even re-measured on its launch and on up to 2 replacement launches "
                               "(of an engine started here)")
     assert STALL in message and "--goodput-client-cpus" in message
@@ -136,11 +155,23 @@ def test_the_recording_note_counts_valid_sessions_and_names_what_each_took() -> 
     sessions[1].provenance["re-measured"] = STALL
     sessions[2].provenance["replaces launch"] = "session 3's launch, ..."
     sessions[3].provenance["re-measured"] = STALL
-    assert recording_note(sessions) == (
-        "recording kept what is valid: 4 of 5 sessions valid; re-measured on their launch (the client set "
-        "the pace): session 2, session 4; launch replaced (the client set the pace on it twice), earlier "
-        "sessions kept: session 3")
-    assert recording_note([_m(True), _m(True)]) is None  # nothing taken, nothing said
+    kept, note = kept_sessions(sessions)
+    assert kept == [sessions[0], sessions[1], sessions[2], sessions[4]]  # the paced one left out
+    assert note == (
+        f"recording kept what is valid: 4 of 5 sessions valid; 4 stored; left out, the client set the pace "
+        f"of them even on a replacement launch: session 4 ({STALL}); re-measured on their launch (the "
+        "client set the pace): session 2, session 4; launch replaced (the client set the pace on it "
+        "twice), earlier sessions kept: session 3")
+    both = [_m(True), _m(True)]
+    assert kept_sessions(both) == (both, None)  # nothing taken, nothing said
+
+
+def test_fewer_than_two_valid_sessions_are_not_stored_without_the_others() -> None:
+    sessions = [_m(False), _m(True), _m(False)]
+    kept, note = kept_sessions(sessions)
+    assert kept == sessions  # all returned: the gate refuses them (refusal)
+    assert note is None  # nothing was taken: the refusal says why
+    assert refusal("t::t", kept).startswith("t::t: baseline not recorded: 1 of 3 sessions valid")
 
 
 def test_an_interrupted_run_says_how_far_it_got() -> None:

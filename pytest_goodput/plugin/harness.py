@@ -25,7 +25,7 @@ from pytest_goodput.report.text.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
 from pytest_goodput.run.ab_gate import ABMeasured
 from pytest_goodput.run.interrupted import interrupted_outcome
-from pytest_goodput.run.launches import recording_note, valid_session
+from pytest_goodput.run.launches import kept_sessions, valid_session
 from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
@@ -156,7 +156,7 @@ class GoodputHarness:
                 if i:
                     self._relaunch(engine, i, sessions)
                 measured.append(self._recorded_session(engine, i + 1))
-            self._recording_note(measured)
+            measured = self._kept(measured)
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
 
@@ -178,8 +178,7 @@ class GoodputHarness:
         eng = engine or self._engine_getter()
         if sessions > 1 and not eng.can_relaunch:
             self._relaunch(engine, 1, sessions)  # says why the sessions share one process
-        self._recording_note(measured)
-        return measured
+        return self._kept(measured)
 
     def _recorded_session(self, engine: Optional[Engine], k: int) -> Measurement:
         """Session ``k`` of a recording: a launch its client still paced after the re-measure
@@ -193,10 +192,14 @@ class GoodputHarness:
                              self._session.launches, k, self._nodeid,
                              say=(lambda line: stream.write(line + "\n")) if stream is not None else None)
 
-    def _recording_note(self, measured: list[Measurement]) -> None:
-        note = recording_note(measured) if self._session.settings.update else None
+    def _kept(self, measured: list[Measurement]) -> list[Measurement]:
+        """A recording's sessions to store (its paced ones left out: ``run/launches.py``)."""
+        if not self._session.settings.update:
+            return measured
+        kept, note = kept_sessions(measured)
         if note:
             self.notes.append(note)
+        return kept
 
     def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
         """The PR measured launch by launch, judged after each, until the test is decided or

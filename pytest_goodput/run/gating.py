@@ -68,7 +68,7 @@ def gate(
     PR is measured over up to that many launches, judged look by look,
     ``judge/sequential/head_launches.py``). Every session's runs are judged against the SLOs; in update
     mode all of them are recorded, or none (only passing runs become baselines); a session the
-    client paced was already re-measured or replaced (``run/launches.py``).
+    client paced was already re-measured, replaced or left out (``run/launches.py``).
     """
     spec = m.spec
     env = collect(model=engine.model or "?", spec_hash=spec.identity_hash(), hardware=hardware,
@@ -125,9 +125,9 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
 
 def _record(path: Path, nodeid: str, sessions: list[Side], measured: list[Measurement], env: Fingerprint,
             base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
-    """Only valid sessions that met their SLOs become a baseline: all of them, or none (an
-    invalid session was already re-measured or replaced: ``run/launches.py``); each keeps
-    what that took in its provenance."""
+    """Only valid sessions that met their SLOs become a baseline: all of those given, or none
+    (an invalid session was already re-measured, replaced or left out: ``run/launches.py``);
+    each keeps what that took in its provenance."""
     if not outcome.client_valid:
         return Gated(outcome, skipped=[refusal(nodeid, measured)])
     if outcome.slo_failed:

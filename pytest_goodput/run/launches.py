@@ -5,9 +5,11 @@ whose run the client paced is first measured again on the same launch (``remeasu
 one that stays invalid is measured on a fresh launch instead, at most
 :data:`MAX_EXTRA_LAUNCHES` times in a recording, and the valid sessions before it are never
 discarded. What that took is each session's provenance (``environment.SESSION_FACTS``),
-stored with it in the baseline and stated in the test's notes. Only a recording that runs
-out of extra launches is refused, naming how many sessions were valid and what to change
-(``docs/decisions.md``, "A recording keeps what is valid").
+stored with it in the baseline and stated in the test's notes. A session still paced once
+the extra launches are spent is left out, and the valid ones are stored when there are at
+least :data:`MIN_KEPT` of them; only a recording with fewer is refused, naming how many
+sessions were valid and what to change (``docs/decisions.md``, "A recording keeps what is
+valid").
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from pytest_goodput.schema.runs.measurement import Measurement
 #: launch a client stalled on twice points at the machine, not a hiccup; two fresh launches
 #: give a passing disturbance two more chances, and bound the cost (minutes a launch on a GPU).
 MAX_EXTRA_LAUNCHES = 2
+
+#: Valid sessions a recording stores without its paced ones: two measure a run-to-run spread
+#: (one would leave the whole spread to the registry's prior, as a one-session push does by
+#: choice, not by accident).
+MIN_KEPT = 2
 
 #: How the test's note on what its recording took begins (reports single it out).
 RECORDING_NOTE = "recording kept what is valid"
@@ -73,20 +80,29 @@ def valid_session(measure: Callable[[], Measurement], relaunch: Optional[Callabl
     return m
 
 
-def recording_note(sessions: Sequence[Measurement]) -> Optional[str]:
-    """The test's note on what keeping its sessions valid took (None: nothing)."""
+def kept_sessions(sessions: Sequence[Measurement]) -> tuple[list[Measurement], Optional[str]]:
+    """The sessions a recording stores, and the test's note on what keeping them valid took
+    (None: nothing): a session its client still paced is left out when at least
+    :data:`MIN_KEPT` others are valid; with fewer, all are returned (and refused by the gate,
+    ``refusal``)."""
+    paced = {k: why for k, m in enumerate(sessions, 1) if (why := session_reasons(m))}
+    valid = len(sessions) - len(paced)
+    drop = bool(paced) and valid >= MIN_KEPT
+    kept = [m for k, m in enumerate(sessions, 1) if not (drop and k in paced)]
     remeasured = [f"session {k}" for k, m in enumerate(sessions, 1) if REMEASURED in m.provenance]
     replaced = [f"session {k}" for k, m in enumerate(sessions, 1) if REPLACES_LAUNCH in m.provenance]
-    if not remeasured and not replaced:
-        return None
-    valid = sum(not paced_by_client(m.runs) for m in sessions)
+    if not remeasured and not replaced and not drop:
+        return kept, None
     parts = [f"{RECORDING_NOTE}: {valid} of {len(sessions)} sessions valid"]
+    if drop:
+        parts.append(f"{valid} stored; left out, the client set the pace of them even on a replacement "
+                     "launch: " + ", ".join(f"session {k} ({'; '.join(why)})" for k, why in paced.items()))
     if remeasured:
         parts.append(f"re-measured on their launch (the client set the pace): {', '.join(remeasured)}")
     if replaced:
         parts.append("launch replaced (the client set the pace on it twice), earlier sessions kept: "
                      + ", ".join(replaced))
-    return "; ".join(parts)
+    return kept, "; ".join(parts)
 
 
 def refusal(nodeid: str, sessions: Sequence[Measurement]) -> str:
@@ -98,4 +114,4 @@ def refusal(nodeid: str, sessions: Sequence[Measurement]) -> str:
              "(of an engine started here)" if any(m.kind == "runs" for _, m, _ in invalid)
              else "each invalid sweep point or capacity probe re-measured")
     return (f"{nodeid}: baseline not recorded: {len(sessions) - len(invalid)} of {len(sessions)} "
-            f"sessions valid; the client set the pace of {where} even {tried} ({'; '.join(first)}): {CHANGE}")
+            f"sessions valid (a recording stores its valid sessions when at least {MIN_KEPT} are); the client set the pace of {where} even {tried} ({'; '.join(first)}): {CHANGE}")
