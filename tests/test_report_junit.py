@@ -76,7 +76,9 @@ def test_tps():
     with simulator() as eng:
         pytester.runpytest(f"--goodput-url={eng.base_url}", "--goodput-update-baseline",
                            "--goodput-sessions=2").assert_outcomes(passed=1)
-    with simulator(slowdown=1.5) as slow:
+    # twice as slow: a two-session baseline's spread on a busy machine can hide a 1.5× step;
+    # what this test decides is what the JUnit file carries, not the gate's sensitivity
+    with simulator(slowdown=2.0) as slow:
         res = pytester.runpytest(f"--goodput-url={slow.base_url}", "--goodput-baseline",
                                  f"--junitxml={junit}")
     res.assert_outcomes(failed=1)

@@ -27,13 +27,16 @@ pytest_plugins = ["pytester"]
 # 8 users, 16 output tokens: about 1000 tok/s on the simulator, a 2.5 s run, 6 slices of ~25
 # requests. The degraded engine doubles its step time 1.6 s after its first request. Gated on
 # throughput besides the degradation metrics: a P99 TTFT of ~12 ms moves by tens of percent
-# with a few milliseconds of a neighbour's load, and is not what these tests decide.
+# with a few milliseconds of a neighbour's load, and is not what these tests decide. For the
+# same reason the A/A gates the slices' throughput and TPOT: a last slice's TTFT median of ~25
+# requests at ~12 ms moves by tens of points when the client stalls once (its figure is still
+# shown and compared when gated, as the degraded run's test checks).
+GATE = ["throughput.output_tokens_per_s", "degradation.output_tokens_per_s", "degradation.tpot_ms.p50"]
 TEST = """
 import pytest
 
 @pytest.mark.goodput(scenario="concurrency", concurrency=8, requests=160, isl=16, osl=16, slice_s=0.4,
-                     gate=["throughput.output_tokens_per_s", "degradation.output_tokens_per_s",
-                           "degradation.ttft_ms.p50", "degradation.tpot_ms.p50"])
+                     gate={gate!r})
 def test_slices():
     pass
 """
@@ -45,8 +48,8 @@ def sim_url():
         yield eng.base_url
 
 
-def _record(pytester: pytest.Pytester, url: str) -> None:
-    pytester.makepyfile(test_perf=TEST)
+def _record(pytester: pytest.Pytester, url: str, gate: list[str] = GATE) -> None:
+    pytester.makepyfile(test_perf=TEST.format(gate=gate))
     res = pytester.runpytest(f"--goodput-url={url}", "--goodput-update-baseline", "--goodput-sessions=1")
     res.assert_outcomes(passed=1)
     doc = json.loads((pytester.path / ".goodput/baselines/test_perf/test_slices.json").read_text())
@@ -66,8 +69,7 @@ def test_a_to_a_passes_the_degradation_gate_and_shows_the_slices(pytester, sim_u
     assert "degradation: output throughput " in out
     test = json.loads(out_json.read_text())["tests"][0]
     rows = {c["metric"]: c for c in test["outcome"]["comparisons"]}
-    assert {"degradation.output_tokens_per_s", "degradation.ttft_ms.p50",
-            "degradation.tpot_ms.p50"} <= set(rows)
+    assert {"degradation.output_tokens_per_s", "degradation.tpot_ms.p50"} <= set(rows)
     # no false alarm: never regressed (a TTFT median on a busy machine may be inconclusive)
     assert all(rows[m]["verdict"] != "regressed" for m in rows if m.startswith("degradation."))
     slices = test["runs"][0]["slices"]
@@ -76,7 +78,7 @@ def test_a_to_a_passes_the_degradation_gate_and_shows_the_slices(pytester, sim_u
 
 
 def test_a_run_degrading_in_its_last_third_fails_the_gate(pytester, sim_url):
-    _record(pytester, sim_url)
+    _record(pytester, sim_url, [*GATE, "degradation.ttft_ms.p50"])
     session = pytester.path / "session.json"
     with simulator(degrade_slowdown=2.0, degrade_after_s=1.6) as slow:
         res = pytester.runpytest(f"--goodput-url={slow.base_url}", "--goodput-baseline",
