@@ -30,7 +30,7 @@ from pytest_goodput.run.launches import Launches
 from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.outcomes.cost import EngineUse
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -50,7 +50,7 @@ class GoodputSession:
         self._cpu_plan: Optional[tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]] = None
         self._placement: Optional[ClientPlacement] = None
         self.outcomes: list[TestOutcome] = []
-        self.measurements: dict[str, Measurement] = {}
+        self.measurements: dict[str, Session] = {}
         self.errors: list[str] = []
         self.written: list[Path] = []
         self.skipped_writes: list[str] = []
@@ -62,7 +62,7 @@ class GoodputSession:
         # any, and each test's measurements from the earlier sessions.
         self.session_major = False
         self.recording_pass: Optional[int] = None
-        self.pre_recorded: dict[str, list[Measurement]] = {}
+        self.pre_recorded: dict[str, list[Session]] = {}
         self.launches = Launches()  # the recording's extra launches (run/launches.py)
         ray_runtime.configure(settings.ray)  # this session's Ray address (None: a local runtime)
 
@@ -207,7 +207,7 @@ class GoodputSession:
         return Policy(compare=s.compare, strict=s.strict, tolerance=s.tolerance, update=s.update)
 
     def sessions_to_record(self) -> int:
-        """Measurements one test makes: ``--goodput-sessions`` when recording, else one."""
+        """Sessions one test makes: ``--goodput-sessions`` when recording, else one."""
         return self.settings.sessions if self.settings.update else 1
 
     def head_launches(self, spec: ScenarioSpec) -> int:
@@ -219,7 +219,7 @@ class GoodputSession:
             return 1
         return s.for_test("head_launches", spec.head_launches)
 
-    def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Measurement],
+    def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Session],
                      engine: Engine) -> bool:
         """Whether the launches measured so far decide the test (no further launch needed)."""
         s = self.settings
@@ -232,9 +232,9 @@ class GoodputSession:
         nodeid: str,
         location: Optional[tuple[str, int]],
         spec: ScenarioSpec,
-        m: Measurement,
+        m: Session,
         engine: Engine,
-        earlier: Optional[list[Measurement]] = None,
+        earlier: Optional[list[Session]] = None,
         notes: Optional[list[str]] = None,
         planned: int = 1,
     ) -> TestOutcome:
