@@ -90,7 +90,7 @@ def half_kv() -> Session:
 
 
 def test_sweep_yields_a_frontier_with_a_knee(baseline: Session) -> None:
-    assert baseline.kind == "sweep" and baseline.frontier is not None
+    assert baseline.kind == "sweep" and baseline.sweep is not None
     pts = {p.load: p for p in points(baseline)}
     assert sorted(pts) == [1.0, 4.0, 16.0, 32.0]
     # more users: more total throughput, less per user
