@@ -244,21 +244,28 @@ class GoodputSession:
         gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
                      location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
                      earlier=earlier or [], notes=notes or [], planned=planned)
-        if s.update and gated.written:
-            gated.outcome.notes += self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
+        outliers = (self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
+                    if s.update and gated.written else [])
         where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)
-        gated.outcome, errors = history_step(
+        outcome, errors = history_step(  # recording: the history as recorded; else the creep gate
             gated.outcome, spec, [*(earlier or []), m], record=s.update, gate=s.history_gate,
             directory=where if where.is_absolute() else self.rootdir / where,
             tolerance=s.tolerance, window=s.history_window)
         self.errors += errors
         self.written += gated.written
         self.skipped_writes += gated.skipped
-        gated.outcome.cost = self.ledger.test_cost(nodeid)
-        self.outcomes.append(gated.outcome)
-        if gated.outcome.error is None:
+        outcome = self._finished(nodeid, outcome, outliers)
+        if outcome.error is None:
             self.measurements[nodeid] = m
-        return gated.outcome
+        return outcome
+
+    def _finished(self, nodeid: str, outcome: TestOutcome, notes: list[str]) -> TestOutcome:
+        """The test's outcome as reported: its last notes and what it cost added in one copy
+        (the judged outcome is never changed in place)."""
+        outcome = outcome.model_copy(update={"notes": [*outcome.notes, *notes],
+                                             "cost": self.ledger.test_cost(nodeid)})
+        self.outcomes.append(outcome)
+        return outcome
 
     def _outlier_notes(self, nodeid: str, spec: ScenarioSpec, path: Path, recorded: int) -> list[str]:
         """Sessions of the baseline just written that stand out from the others, named with
@@ -280,10 +287,8 @@ class GoodputSession:
         s = self.settings
         outcome = gate_ab(nodeid, measured, base, head, strict=s.strict, hardware=s.hardware,
                           cwd=self.rootdir, location=location, notes=tuple(notes or ()))
-        if s.update:
-            outcome.notes.append("A/B test: compared with its base engine, no baseline recorded")
-        outcome.cost = self.ledger.test_cost(nodeid)
-        self.outcomes.append(outcome)
+        outcome = self._finished(nodeid, outcome, ["A/B test: compared with its base engine, no baseline "
+                                                   "recorded"] if s.update else [])
         if measured.head_runs:
             self.measurements[nodeid] = measured.head
         return outcome
