@@ -42,14 +42,16 @@ def _spec(s: Session) -> ScenarioSpec:
     return s.spec
 
 
-def from_session(s: Session, env: Optional[Fingerprint] = None, at: Optional[str] = None) -> Side:
+def from_session(s: Session, env: Optional[Fingerprint] = None, at: Optional[str] = None,
+                 slo_results: Optional[list[RunResult]] = None) -> Side:
     """A fresh session: its runs, its frontier or capacity, its headline numbers.
 
     ``at``: when it was measured (ISO 8601), so the judge can tell whether it shares a
-    sitting with the baseline's sessions.
+    sitting with the baseline's sessions. ``slo_results``: the runs its SLOs and client
+    validity are judged on, when more than its own (every launch the gate measured).
     """
     spec = _spec(s)
-    return Side(spec, spec.identity_hash(), [judged(s, env, at)])
+    return Side(spec, spec.identity_hash(), [judged(s, env, at)], slo_results)
 
 
 def _degradation(runs: list[RunResult]) -> dict[str, tuple[float, Optional[float]]]:

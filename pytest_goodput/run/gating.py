@@ -83,9 +83,8 @@ def gate(
         except store.BaselineError as exc:
             return Gated(TestOutcome(nodeid=nodeid, location=location, scenario=spec.scenario,
                                      error=str(exc), notes=list(notes)))
-    current = from_session(m, env, at=store.now_iso())
     # SLOs and client validity are judged on every session's runs, not only the last.
-    current.slo_results = [r for s in (*earlier, m) for r in s.results]
+    current = from_session(m, env, at=store.now_iso(), slo_results=[r for s in (*earlier, m) for r in s.results])
     baseline = from_baseline(base, spec) if base is not None and base.sessions else None
     if baseline is not None and (why := definition_mismatch(
             baseline, current, [d.path for d in metric_defs(spec, policy.tolerance)])) is not None:
