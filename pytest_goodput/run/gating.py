@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.attribution import with_attribution
-from pytest_goodput.judge.evidence import from_baseline, from_session, from_sessions
+from pytest_goodput.judge.evidence import from_baseline, from_session, from_sessions, judged
 from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.interop.readers.side import definition_mismatch
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
@@ -101,8 +101,8 @@ def gate(
     outcome = with_attribution(outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes])))
     if not policy.update:
         return Gated(outcome, decided=decided)
-    return _record(path, nodeid, [*(from_session(e, env) for e in earlier), current],
-                   [*earlier, m], env, base, outcome, history)
+    return _record(path, nodeid, current, [*(judged(e, env) for e in earlier), *current.sessions],
+                   env, base, outcome, history)
 
 
 def _sides(m: Session, base: Optional[BaselineFile], notes: list[str]) -> dict[str, Any]:
@@ -123,29 +123,28 @@ def _sides(m: Session, base: Optional[BaselineFile], notes: list[str]) -> dict[s
     return update
 
 
-def _record(path: Path, nodeid: str, sessions: list[Side], measured: list[Session], env: Fingerprint,
+def _record(path: Path, nodeid: str, side: Side, sessions: list[Session], env: Fingerprint,
             base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
-    """Only valid sessions that met their SLOs become a baseline: all of those given, or none
-    (an invalid session was already re-measured, replaced or left out: ``run/launches.py``);
-    each keeps what that took in its provenance."""
+    """Only valid sessions that met their SLOs become a baseline: all of ``sessions`` (``side``'s
+    launches, judged, oldest first), or none (an invalid session was already re-measured,
+    replaced or left out: ``run/launches.py``); each keeps what that took in its provenance."""
     if not outcome.client_valid:
-        return Gated(outcome, skipped=[refusal(nodeid, measured)])
+        return Gated(outcome, skipped=[refusal(nodeid, sessions)])
     if outcome.slo_failed:
         broken = ", ".join(o.name for o in outcome.slo_failed)
         return Gated(outcome, skipped=[f"{nodeid}: SLO failed ({broken}), baseline not recorded"])
     doc = base
-    for ev, session in zip(sessions, measured):
-        new = ev.sessions[-1]
+    for new in sessions:
         run = new.model_copy(update={
             "recorded_at": store.now_iso(),
-            "environment": env.model_copy(update={"provenance": {**env.provenance, **session.provenance}}),
+            "environment": env.model_copy(update={"provenance": {**env.provenance, **new.provenance}}),
             "summary": {**new.summary, **(to_summary(server_summary(new.results)) if new.capacity is None else {})},
             # Stored: the frontier, not every point (the samples keep them).
             "sweep": new.sweep.model_copy(update={"points": None, "saturation": None}) if new.sweep else None,
         })
         try:
-            doc = store.record(path, nodeid=nodeid, spec=ev.spec.model_dump(mode="json"),
-                               spec_hash=ev.spec_hash, run=run, existing=doc, history=history)
+            doc = store.record(path, nodeid=nodeid, spec=side.spec.model_dump(mode="json"),
+                               spec_hash=side.spec_hash, run=run, existing=doc, history=history)
         except WriteError as exc:  # e.g. a read-only baseline directory: a clean error outcome
             return Gated(outcome.model_copy(update={"error": f"baseline not recorded: {exc}"}))
     note = f"{len(sessions)} session(s) recorded" if len(sessions) > 1 else None
