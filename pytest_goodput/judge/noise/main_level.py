@@ -199,7 +199,8 @@ def level_spreads(level: MainLevel, sessions: Sessions,
     """(s, ν, note) by metric: the session-to-session spread of every session not set aside,
     each segment between steps centred on its own level (ν = sessions − segments), then as
     the steps read it: the measured SD or, when larger, the one pooled with the metric's prior
-    machine spread (``run_cv``, worth ``PRIOR_RUNS`` sessions), always on ν + ``PRIOR_RUNS``
+    launch and day-to-day spread (``run_cv`` and ``day_cv``: a series' sessions are one a
+    sitting; worth ``PRIOR_RUNS`` sessions), always on ν + ``PRIOR_RUNS``
     degrees of freedom (the verdict takes it as it is: ``spread._within_sitting`` with no
     prior runs of its own). A step moves main's level, not its noise: the sessions before it
     still measure the noise, so the few sessions since it set the level without costing the
@@ -233,7 +234,7 @@ def level_spreads(level: MainLevel, sessions: Sessions,
         else:
             nu = n - len(segments)
             if nu >= 1:
-                sd, df = _sigma(ss, nu, registry.metric(d.path).run_cv, PRIOR_RUNS)
+                sd, df = _sigma(ss, nu, _prior(d, 1.0, scale), PRIOR_RUNS)
                 out[d.path] = (sd, int(df), f"run-to-run spread {fmt_on_scale(scale, sd)} across {n} baseline "
                                             f"sessions, each of main's levels centred on its own, with the "
                                             f"prior's {PRIOR_RUNS:g} sessions{alone}")
