@@ -111,6 +111,8 @@ def _report(name: str, args: argparse.Namespace, results: list[dict[str, Any]]) 
         fails = {arm: sum("regressed" in r[(gate, arm)]["verdicts"].values() for r in results)
                  for arm in ARMS}
         print(f"{gate:<34}{_fmt(fails['A/A'], n):>24}{_fmt(fails['middle 30%'], n):>24}")
+    says = [r[("after", "middle 30%")]["verdicts"].get(P90_TTFT) for r in results]
+    print("P90 TTFT on the middle, after: " + ", ".join(f"{v} {says.count(v)}/{n}" for v in sorted(set(says), key=str)))
     _bound(results)
 
 
