@@ -86,3 +86,17 @@ def test_at_the_second_push_the_level_rests_on_two_sessions() -> None:
     tpot = _by_metric(o)[TPOT]
     assert tpot.verdict == "regressed"  # type: ignore[attr-defined]
     assert "rests on the one session" not in tpot.note  # type: ignore[attr-defined]
+
+
+def test_a_main_noisier_than_the_prior_still_catches_a_further_15_percent_at_the_first_push() -> None:
+    """Sessions 3 % apart before the step (the prior: 2.2 %): centring each level on its own
+    leaves 3 degrees of freedom, and the prior's 3 pseudo-sessions are lent to them. Decided
+    alone on 3 (and with a between-sitting term on top), this PR passed 3 times of 4."""
+    noisy = (1.0, 1.04, 0.97, 1.02, 1.25)
+    for seed in range(4):
+        assert fails(_judge(1.25 * 1.15, seed, main=noisy), Policy())
+        aa = _judge(1.25, seed, main=noisy)
+        assert not fails(aa, Policy())
+        tpot = _by_metric(aa)[TPOT]
+        assert tpot.verdict == "underpowered"  # type: ignore[attr-defined]
+        assert "rests on the one session since its step" in tpot.note  # type: ignore[attr-defined]
