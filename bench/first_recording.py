@@ -11,6 +11,9 @@ command its exit status, wall time, the engine launches and seconds of load the 
 ``--re-record N`` then records again (``--goodput-sessions N``, the history keeping five) and
 prints the baseline files' sizes after the first recording and ``git diff --stat`` of the
 re-record: what a reviewer reads when a baseline is committed (N = 1: a push's one session).
+Beside them, the same two recordings rendered as version-1 files (samples inline, ``indent=1``,
+``baseline_format.version1_text``) under ``v1/`` in the same commits: the diff before the
+compact format, of the same measurements.
 
 ``--time-scale`` stretches the simulator's steps (``GOODPUT_SIM_TIME_SCALE``): fewer tokens a
 second for the client to read on a busy machine, the same arrivals, so the same seconds of load.
@@ -22,12 +25,17 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Optional
+
+from baseline_format import version1_text  # bench/, beside this script
+
+from pytest_goodput.store import baseline as store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,10 +69,25 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def sizes(cwd: Path) -> None:
-    """Bytes of each baseline file (the reviewable JSON and its samples) under ``perf/.goodput``."""
-    for p in sorted((cwd / "perf" / ".goodput").rglob("*")):
-        if p.is_file() and "baselines" in p.parts:
-            print(f"    {p.relative_to(cwd)}: {p.stat().st_size:,} bytes", flush=True)
+    """Bytes of each baseline file (the reviewable JSON and its samples) under ``perf/.goodput``,
+    and of its version-1 rendering under ``v1/``."""
+    for p in sorted([*(cwd / "perf" / ".goodput").rglob("*"), *(cwd / "v1").rglob("*")]):
+        if p.is_file() and ("baselines" in p.parts or "v1" in p.parts):
+            lines = p.read_bytes().count(b"\n") if p.suffix == ".json" else None
+            print(f"    {p.relative_to(cwd)}: {p.stat().st_size:,} bytes"
+                  + (f", {lines:,} lines" if lines is not None else ""), flush=True)
+
+
+def version1(cwd: Path) -> None:
+    """``v1/``: every baseline under ``perf/.goodput/baselines`` as the version-1 file."""
+    shutil.rmtree(cwd / "v1", ignore_errors=True)
+    directory = cwd / "perf" / ".goodput" / "baselines"
+    for path in sorted(directory.rglob("*.json")):
+        doc = store.load(path)
+        if doc is not None:
+            out = cwd / "v1" / path.relative_to(directory)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(version1_text(doc), encoding="utf-8")
 
 
 def main() -> None:
@@ -81,14 +104,17 @@ def main() -> None:
         run(Path(tmp), "--goodput-update-baseline", time_scale=ns.time_scale)
         run(Path(tmp), "--goodput-baseline", time_scale=ns.time_scale)
         if ns.re_record:
+            version1(Path(tmp))
             sizes(Path(tmp))
             git(Path(tmp), "init", "-q")
             git(Path(tmp), "add", "-A")
             git(Path(tmp), "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "record")
             run(Path(tmp), "--goodput-update-baseline", f"--goodput-sessions={ns.re_record}",
                 "--goodput-history=5", time_scale=ns.time_scale)
+            version1(Path(tmp))
             git(Path(tmp), "add", "-A")
-            print(git(Path(tmp), "diff", "--cached", "--stat"), flush=True)
+            print("the re-record, version 2 (perf/.goodput) and the same as version 1 (v1/):", flush=True)
+            print(git(Path(tmp), "diff", "--cached", "--stat=200"), flush=True)
 
 
 if __name__ == "__main__":
