@@ -14,7 +14,7 @@ from pytest_goodput.load.client.event_loop import RunInterrupted, run
 from pytest_goodput.load import coordinator
 from pytest_goodput.load.coordinator import coordinate
 from pytest_goodput.load.plan import plan_run
-from pytest_goodput.load.pools import RunStopped, ShardError
+from pytest_goodput.load.pools import RunStopped, WorkerError
 from pytest_goodput.load.pools.inprocess import InProcessPool
 from pytest_goodput.load.worker import Init
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
@@ -108,6 +108,6 @@ def test_a_worker_out_of_time_stops_the_run_with_what_it_had_finished(monkeypatc
     with pytest.raises(RunStopped) as caught:
         run(coordinate(plan, InProcessPool(_HangsAfterFive()), init, keep_partial=True))
     out = caught.value.partial
-    assert isinstance(caught.value, ShardError)  # whoever catches a worker's failure still does
+    assert isinstance(caught.value, WorkerError)  # whoever catches a worker's failure still does
     assert out.stopped.startswith("stopped: load generator worker 1 of 1 (in this process) did not finish within")
     assert (len(out.exchanges), out.planned) == (5, 10)

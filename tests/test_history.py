@@ -147,9 +147,9 @@ def test_a_flat_series_has_no_change_point():
 
 def test_significance_and_magnitude_settings_filter_change_points():
     small = [10.0, 10.02, 9.98] * 3 + [9.9, 9.92, 9.88] * 3  # a 1 % step, tight noise
-    assert [p.index for p in cp.detect(small, cp.Settings(min_magnitude=0.005))] == [9]
-    assert cp.detect(small, cp.Settings(min_magnitude=0.02)) == []
-    assert cp.detect(small, cp.Settings(max_pvalue=1e-30, min_magnitude=0.0)) == []
+    assert [p.index for p in cp.detect(small, cp.ChangepointSettings(min_magnitude=0.005))] == [9]
+    assert cp.detect(small, cp.ChangepointSettings(min_magnitude=0.02)) == []
+    assert cp.detect(small, cp.ChangepointSettings(max_pvalue=1e-30, min_magnitude=0.0)) == []
 
 
 def test_too_short_a_series_has_no_change_point():
@@ -165,7 +165,7 @@ def test_too_short_a_series_has_no_change_point():
 def test_bad_settings_say_what_is_allowed(kw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[")):
-        cp.Settings(**kw)
+        cp.ChangepointSettings(**kw)
 
 
 def test_without_ruptures_detection_says_what_to_install(monkeypatch):

@@ -29,7 +29,7 @@ from pytest_goodput.load.pools.ray.clock_offset import Sample, estimate
 from pytest_goodput.load.pools.ray.columns import pack, unpack
 from pytest_goodput.load.pools.ray.placement import PlacementError, place
 from pytest_goodput.load.plan import worker_count
-from pytest_goodput.load.pools import ShardError
+from pytest_goodput.load.pools import WorkerError
 from pytest_goodput.load.pools.ray.actor import LoadWorker
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
@@ -233,7 +233,7 @@ def test_a_worker_that_raises_fails_the_run_with_its_traceback(local_ray, sim_ur
     spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=1, isl=8, osl=4,
                         workers=2, backend="ray")
     t = time.perf_counter()
-    with pytest.raises(ShardError, match=r"(?s)worker [12] of 2 \(Ray actor on .*\) failed:.*Traceback.*"
+    with pytest.raises(WorkerError, match=r"(?s)worker [12] of 2 \(Ray actor on .*\) failed:.*Traceback.*"
                                          r"ZeroDivisionError: division by zero"):
         run_scenario(spec, sim_url, "sim", tokenizer=_ExplodesInTheWorker())
     assert time.perf_counter() - t < 60
@@ -311,7 +311,7 @@ def test_a_killed_worker_fails_the_run_naming_it(local_ray, sim_url, monkeypatch
     monkeypatch.setattr(RayPool, "send", send_then_kill)
     spec = ScenarioSpec(scenario="server", rate=20, requests=100, isl=8, osl=4, workers=2, backend="ray")
     t = time.perf_counter()
-    with pytest.raises(ShardError, match=r"worker 2 of 2 \(Ray actor on .*\) exited before finishing"):
+    with pytest.raises(WorkerError, match=r"worker 2 of 2 \(Ray actor on .*\) exited before finishing"):
         run_scenario(spec, sim_url, "sim")
     assert time.perf_counter() - t < 60
 
@@ -343,7 +343,7 @@ def test_a_hung_worker_is_named_and_the_run_ends(local_ray, sim_url, monkeypatch
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2, backend="ray")
     t = time.perf_counter()
     try:
-        with pytest.raises(ShardError, match=r"worker 2 of 2 \(Ray actor on .*\) sent nothing for 3 s \(hung\)"):
+        with pytest.raises(WorkerError, match=r"worker 2 of 2 \(Ray actor on .*\) sent nothing for 3 s \(hung\)"):
             run_scenario(spec, sim_url, "sim")
     finally:
         for pid in stopped:  # killed by the run; resume it in case it was not

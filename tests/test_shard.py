@@ -11,7 +11,7 @@ from pytest_goodput.load import coordinator, plan as plan_mod
 from pytest_goodput.load.client.event_loop import run
 from pytest_goodput.load.selfcheck.health import WorkerStats, judge_workers
 from pytest_goodput.load.plan import count_owned, owned, plan_run, split, worker_count
-from pytest_goodput.load.pools import ShardError
+from pytest_goodput.load.pools import WorkerError
 from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.load.requests.schedule import mean_rate, open_loop_schedule
@@ -172,7 +172,7 @@ def _signal_a_worker_once_running(sig):
 def test_a_killed_worker_is_a_clear_error(sim_url):
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
     t = time.perf_counter()
-    with pytest.raises(ShardError, match=r"worker [12] of 2 \(pid \d+\) exited before finishing; exit code -9"):
+    with pytest.raises(WorkerError, match=r"worker [12] of 2 \(pid \d+\) exited before finishing; exit code -9"):
         run_scenario(spec, sim_url, "sim", progress=_signal_a_worker_once_running(signal.SIGKILL))
     assert time.perf_counter() - t < 120  # failed, not hung until the phase's bound
     time.sleep(0.2)
@@ -182,7 +182,7 @@ def test_a_killed_worker_is_a_clear_error(sim_url):
 def test_a_hung_worker_is_killed_and_named(sim_url, monkeypatch):
     monkeypatch.setattr(coordinator, "SILENCE_S", 2.0)
     spec = ScenarioSpec(scenario="server", rate=20, requests=200, isl=8, osl=4, workers=2)
-    with pytest.raises(ShardError, match=r"worker [12] of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
+    with pytest.raises(WorkerError, match=r"worker [12] of 2 .* sent nothing for 2 s \(hung\); still running, killed"):
         run_scenario(spec, sim_url, "sim", progress=_signal_a_worker_once_running(signal.SIGSTOP))
     time.sleep(0.2)
     assert _shard_children() == []
@@ -194,7 +194,7 @@ def test_an_unpicklable_tokenizer_is_a_clear_error(sim_url):
             return text.split()
 
     spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=1, isl=8, osl=4, workers=2)
-    with pytest.raises(ShardError, match="worker 1 of 2 .* could not be sent its work .*picklable"):
+    with pytest.raises(WorkerError, match="worker 1 of 2 .* could not be sent its work .*picklable"):
         run_scenario(spec, sim_url, "sim", tokenizer=Words())
     time.sleep(0.2)
     assert _shard_children() == []

@@ -77,6 +77,7 @@ def test_a_to_a_passes_the_degradation_gate_and_shows_the_slices(pytester, sim_u
     assert slices["steady_from"] is not None
 
 
+@pytest.mark.forced_selfcheck  # a re-measure would find the engine already degraded from its start
 def test_a_run_degrading_in_its_last_third_fails_the_gate(pytester, sim_url):
     _record(pytester, sim_url, [*GATE, "degradation.ttft_ms.p50"])
     session = pytester.path / "session.json"

@@ -20,7 +20,7 @@ from pytest_goodput.judge.changepoints import (
     END_RUNS,
     ChangePointsUnavailable,
     Series,
-    Settings,
+    ChangepointSettings,
     creep,
     detect,
     drift,
@@ -49,9 +49,9 @@ def add_history_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--metric", action="append", help="metric path to analyse (repeatable; "
                    "default: the metrics each test gates on)")
     p.add_argument("--test", help="only tests whose node id contains this text")
-    p.add_argument("--max-pvalue", type=float, default=Settings.max_pvalue,
+    p.add_argument("--max-pvalue", type=float, default=ChangepointSettings.max_pvalue,
                    help="significance level a change point must reach (default 0.001)")
-    p.add_argument("--min-magnitude", type=float, default=Settings.min_magnitude,
+    p.add_argument("--min-magnitude", type=float, default=ChangepointSettings.min_magnitude,
                    help="smallest relative change reported as a change point (default 0.01)")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
                    help=f"main-branch runs the creep check looks back over (default {DEFAULT_WINDOW})")
@@ -77,7 +77,7 @@ def _reference(series: Series, since: Optional[str]) -> tuple[Optional[int], str
 
 
 def _analyse(entries: list[HistoryEntry], path: str, ns: argparse.Namespace,
-             settings: Settings) -> tuple[list[str], bool, bool]:
+             settings: ChangepointSettings) -> tuple[list[str], bool, bool]:
     """Lines for one metric, whether the newest run crept, whether ``--since`` was found."""
     s = series_of(entries, path)
     info = metric(path)
@@ -129,7 +129,7 @@ def _analyse(entries: list[HistoryEntry], path: str, ns: argparse.Namespace,
 
 def cmd_history(ns: argparse.Namespace) -> int:
     try:
-        settings = Settings(max_pvalue=ns.max_pvalue, min_magnitude=ns.min_magnitude)
+        settings = ChangepointSettings(max_pvalue=ns.max_pvalue, min_magnitude=ns.min_magnitude)
         if ns.window < 2 * END_RUNS:
             raise ValueError(f"--window must be at least {2 * END_RUNS}, got {ns.window}")
         if ns.tolerance is not None and not 0 <= ns.tolerance < 1:
@@ -153,7 +153,7 @@ def _files(root: Path) -> dict[str, Path]:
     return store.find_all(root)
 
 
-def _report(root: Path, ns: argparse.Namespace, settings: Settings, wanted: list[str]) -> int:
+def _report(root: Path, ns: argparse.Namespace, settings: ChangepointSettings, wanted: list[str]) -> int:
     files = {n: p for n, p in _files(root).items() if not ns.test or ns.test in n}
     if not files:
         raise store.HistoryError(f"no history of {'a test matching ' + repr(ns.test) if ns.test else 'any test'} "

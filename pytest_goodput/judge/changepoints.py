@@ -34,7 +34,7 @@ class ChangePointsUnavailable(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Settings:
+class ChangepointSettings:
     """``max_pvalue``: the significance level a change point must reach; ``min_magnitude``:
     the smallest relative change reported; ``min_size``: runs needed on each side."""
 
@@ -64,7 +64,7 @@ class ChangePoint:
     pvalue: float
 
 
-def _candidates(values: Sequence[float], settings: Settings) -> list[int]:
+def _candidates(values: Sequence[float], settings: ChangepointSettings) -> list[int]:
     """Candidate change indices by binary segmentation (ruptures, l2 cost): over-segmented on
     purpose, the significance test below decides which survive."""
     try:
@@ -114,7 +114,7 @@ def _stats(values: Sequence[float], points: list[int], i: int) -> ChangePoint:
     return ChangePoint(index=at, before=before, after=after, change=relative(before, after), pvalue=p)
 
 
-def detect(values: Sequence[float], settings: Settings = Settings()) -> list[ChangePoint]:
+def detect(values: Sequence[float], settings: ChangepointSettings = ChangepointSettings()) -> list[ChangePoint]:
     """The series' change points, oldest first (none when it is shorter than two segments)."""
     values = [float(v) for v in values]
     if len(values) < 2 * settings.min_size:
@@ -214,7 +214,7 @@ def creep(
     direction: Literal["higher", "lower"],
     tolerance: float,
     window: int = DEFAULT_WINDOW,
-    settings: Settings = Settings(),
+    settings: ChangepointSettings = ChangepointSettings(),
     k: int = END_RUNS,
     accepted: Sequence[bool] = (),
 ) -> Optional[Creep]:
@@ -278,7 +278,7 @@ def creep_gate(
     gated: Sequence[tuple[str, Literal["higher", "lower"], float]],
     *,
     window: int = DEFAULT_WINDOW,
-    settings: Settings = Settings(),
+    settings: ChangepointSettings = ChangepointSettings(),
     regressed: Sequence[str] = (),
 ) -> tuple[list[MetricComparison], list[Trend]]:
     """The creep gate over a test's gated metrics ``(path, direction, tolerance)``: a

@@ -20,7 +20,7 @@ from pytest_goodput.load.client.http import check_reachable
 from pytest_goodput.load.selfcheck.health import WorkersCheck, WorkerStats
 from pytest_goodput.load.sending.loops import ProgressFn, Sender
 from pytest_goodput.load.plan import Plan, plan_run, worker_count
-from pytest_goodput.load.pools import START_TIMEOUT_S, Pool, RunStopped, ShardError
+from pytest_goodput.load.pools import START_TIMEOUT_S, Pool, RunStopped, WorkerError
 from pytest_goodput.load.pools.inprocess import InProcessPool
 from pytest_goodput.load.pools.processes import ProcessPool
 from pytest_goodput.load.pools.ray.pool import RayPool
@@ -132,13 +132,13 @@ async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[Prog
 
     ``keep_partial``: cancelled (Ctrl-C), return what the run had finished, marked stopped,
     instead of raising (``event_loop.run`` raises it as ``RunInterrupted``); a worker that
-    crashed, hung or ran out of time raises ``RunStopped`` with it instead of a bare ``ShardError``."""
+    crashed, hung or ran out of time raises ``RunStopped`` with it instead of a bare ``WorkerError``."""
     spec = init.spec
     sketch = sketch_plan(spec, plan.total)  # None: every record shipped (the exact path)
     run_ = _Phases(pool, plan, progress)
     ok = False
     stopped: Optional[str] = None
-    shard: Optional[ShardError] = None
+    shard: Optional[WorkerError] = None
     notes: list[str] = []
     try:
         await pool.start(_inits(plan, init, sketch))
@@ -157,12 +157,12 @@ async def coordinate(plan: Plan, pool: Pool, init: Init, progress: Optional[Prog
             progress(run_.base, plan.total or run_.base)
         notes = pool.notes()
         ok = True
-    except (asyncio.CancelledError, ShardError) as exc:
+    except (asyncio.CancelledError, WorkerError) as exc:
         if not keep_partial or isinstance(exc, RunStopped):
             raise
         await pool.close(False)  # the workers stop, each saying what its phase had finished
         run_.exchanges += pool.partial()
-        shard = exc if isinstance(exc, ShardError) else None
+        shard = exc if isinstance(exc, WorkerError) else None
         stopped = ("interrupted (Ctrl-C)" if shard is None else f"stopped: {shard}") + (
             "" if isinstance(pool, InProcessPool) else ": the workers' requests of the phase under way are not kept")
     finally:
@@ -212,7 +212,7 @@ def run_plan(
     """Run ``spec`` against ``base_url``: planned, then coordinated over its pool.
 
     Raises ``ConnectionError`` when the server does not answer within a few seconds,
-    ``RunStopped`` (a :class:`ShardError`) when a worker crashes, hangs or runs out of time and
+    ``RunStopped`` (a :class:`WorkerError`) when a worker crashes, hangs or runs out of time and
     on Ctrl-C ``RunInterrupted``, both with the ``RunOutput`` finished so far (``stopped``
     says why).
     """

@@ -28,7 +28,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from pytest_goodput.load.requests.jsonl import jsonl_objects
+from pytest_goodput.schema.jsonl import jsonl_objects
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
 
 class TraceError(SpecError):

@@ -35,7 +35,7 @@ LATENCY_RISE = 0.10
 
 
 @dataclass(frozen=True)
-class Trend:
+class TtftSlope:
     """Least-squares slope of TTFT on arrival time and its one-sided test (slope > 0)."""
 
     slope_ms_per_s: float
@@ -52,10 +52,10 @@ class PointSaturation:
     reason: str
     ratio: Optional[float] = None  # open loop: achieved/offered; closed loop: throughput gain + 1
     threshold: Optional[float] = None  # the ratio below which the point lags / is flat
-    trend: Optional[Trend] = None
+    trend: Optional[TtftSlope] = None
 
 
-def ttft_trend(arrivals_s: Sequence[float], ttfts_ms: Sequence[float]) -> Optional[Trend]:
+def ttft_trend(arrivals_s: Sequence[float], ttfts_ms: Sequence[float]) -> Optional[TtftSlope]:
     """OLS slope of TTFT on arrival time, t = b / se(b), p = P(T_{n−2} ≥ t); None below 3 points."""
     n = len(arrivals_s)
     if n < 3 or n != len(ttfts_ms):
@@ -71,9 +71,9 @@ def ttft_trend(arrivals_s: Sequence[float], ttfts_ms: Sequence[float]) -> Option
     se = math.sqrt(ssr / (n - 2) / sxx)
     if se == 0:
         t = math.inf if b > 0 else (-math.inf if b < 0 else 0.0)
-        return Trend(b, t, 0.0 if b > 0 else 1.0, n)
+        return TtftSlope(b, t, 0.0 if b > 0 else 1.0, n)
     t = b / se
-    return Trend(b, t, 1.0 - t_cdf(t, n - 2), n)
+    return TtftSlope(b, t, 1.0 - t_cdf(t, n - 2), n)
 
 
 def errors_break(failed: int, n: int, max_error_rate: float) -> Optional[PointSaturation]:

@@ -7,11 +7,11 @@ format that does not fit is an error naming the format and what its files hold.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Optional, Sequence
 
 from pytest_goodput.interop.readers import aiperf, guidellm, vllm_bench
 from pytest_goodput.interop.readers.imported import ForeignFileError, ImportedRun
+from pytest_goodput.schema.jsonl import jsonl_objects
 
 FORMATS: tuple[str, ...] = ("vllm-bench", "aiperf", "guidellm")
 EXPECTED = {
@@ -53,18 +53,7 @@ def read(doc: Any, fmt: Optional[str] = None, aggregate: Optional[Mapping[str, A
 
 def parse_jsonl(text: str, name: str) -> list[dict[str, Any]]:
     """JSON Lines: one object a line (blank lines skipped), or an error naming the line."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ForeignFileError(f"{name}: line {n} is not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise ForeignFileError(f"{name}: line {n} is not a JSON object")
-        out.append(row)
-    return out
+    return [row for _, row in jsonl_objects(enumerate(text.splitlines(), 1), name, ForeignFileError)]
 
 
 def is_records(rows: Sequence[Any]) -> bool:

@@ -21,11 +21,11 @@ START_TIMEOUT_S = 60.0
 STDERR_TAIL = 2000
 
 
-class ShardError(RuntimeError):
+class WorkerError(RuntimeError):
     """A load worker crashed, hung or failed; the message names it (and its stderr tail)."""
 
 
-class RunStopped(ShardError):
+class RunStopped(WorkerError):
     """A worker crashed, hung or ran out of time mid-run and the run kept what it had finished:
     ``partial``, re-raised by each layer with its own view of the run so far, as Ctrl-C's
     ``RunInterrupted`` is (``load/client/event_loop.py``)."""
@@ -59,7 +59,7 @@ class Pool(Protocol):
         """Seconds to subtract from a coordinator's ``perf_counter`` time for worker ``k``'s clock."""
 
     def fail(self, k: int, what: str, grace_s: float = 0.0) -> NoReturn:
-        """Stop every worker and raise :class:`ShardError` for worker ``k`` (which may get
+        """Stop every worker and raise :class:`WorkerError` for worker ``k`` (which may get
         ``grace_s`` to exit by itself first, so that its exit code and stderr are told)."""
 
     def notes(self) -> list[str]:

@@ -2,7 +2,7 @@
 
 Messages travel through two queues; the worker opens its own client unless one is given
 (``coordinator.drive``). An exception in the worker is raised as itself, not as a
-``ShardError``: in one process there is no other worker to stop and nothing lost in transit.
+``WorkerError``: in one process there is no other worker to stop and nothing lost in transit.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 from typing import NoReturn, Optional
 
 from pytest_goodput.load.sending.loops import Sender
-from pytest_goodput.load.pools import ShardError
+from pytest_goodput.load.pools import WorkerError
 from pytest_goodput.load.worker import Init, Message, Worker, serve
 from pytest_goodput.measure.records.exchange import RawExchange
 
@@ -63,7 +63,7 @@ class InProcessPool:
     def fail(self, k: int, what: str, grace_s: float = 0.0) -> NoReturn:
         if self._task is not None:
             self._task.cancel()
-        raise ShardError(f"load generator worker 1 of 1 (in this process) {what}")
+        raise WorkerError(f"load generator worker 1 of 1 (in this process) {what}")
 
     def notes(self) -> list[str]:
         return []

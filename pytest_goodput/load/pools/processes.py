@@ -5,7 +5,7 @@ fork of a parent that may hold loops and threads); each runs the worker body
 (``worker.py``) on its own uvloop loop and client, messages pickled over its stdin and
 stdout. Deadlines are ``perf_counter()`` values: CLOCK_MONOTONIC on Linux, one clock for
 every process of the machine (``plan.worker_count`` falls back to one process elsewhere).
-A worker that exits or cannot be sent its work fails the run with a :class:`ShardError`
+A worker that exits or cannot be sent its work fails the run with a :class:`WorkerError`
 naming it, its exit code and its stderr tail.
 """
 
@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 from pytest_goodput.load.client.event_loop import run
-from pytest_goodput.load.pools import STDERR_TAIL, ShardError
+from pytest_goodput.load.pools import STDERR_TAIL, WorkerError
 from pytest_goodput.load.worker import Init, Message, serve
 
 
@@ -68,7 +68,7 @@ class _Worker:
 
 
 class ProcessPool:
-    """N worker processes; any failure kills them all and raises ShardError."""
+    """N worker processes; any failure kills them all and raises WorkerError."""
 
     go_delay_s = 0.05
 
@@ -95,7 +95,7 @@ class ProcessPool:
             if other.proc.poll() is None:
                 other.proc.kill()
         w.proc.wait()
-        raise ShardError(w.describe(what, killed=alive))
+        raise WorkerError(w.describe(what, killed=alive))
 
     def send(self, k: int, msg: Message) -> None:
         try:

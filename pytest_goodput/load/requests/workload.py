@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from pytest_goodput.load.requests.jsonl import jsonl_objects
+from pytest_goodput.schema.jsonl import jsonl_objects
 from pytest_goodput.load.requests.images import file_image, synthetic_images
 from pytest_goodput.measure.records.images import ImageError, ImagePart
 from pytest_goodput.schema.scenario.spec import ScenarioSpec

@@ -11,7 +11,7 @@ records is on one time base. The offsets and their error bound (RTT/2) are in th
 
 Actors outlive a run that ends well: their loops stop and they wait, idle, for the
 session's next run on their node (``actors.py``); a failed run kills its actors. A worker
-that raises, dies or falls silent fails the run with a ``ShardError`` naming it (with its
+that raises, dies or falls silent fails the run with a ``WorkerError`` naming it (with its
 traceback, redacted).
 """
 
@@ -21,7 +21,7 @@ import time
 from typing import Any, NoReturn
 
 from pytest_goodput.load.plan import worker_count
-from pytest_goodput.load.pools import START_TIMEOUT_S, ShardError
+from pytest_goodput.load.pools import START_TIMEOUT_S, WorkerError
 from pytest_goodput.load.pools.ray.actor import LoadWorker, host
 from pytest_goodput.load.pools.ray.actors import created, give_back, take
 from pytest_goodput.load.pools.ray.clock_offset import ClockOffset, Sample, estimate
@@ -43,7 +43,7 @@ ALIVE_S = 10.0
 
 
 class RayPool:
-    """N Ray actors; any failure kills them all and raises ShardError."""
+    """N Ray actors; any failure kills them all and raises WorkerError."""
 
     go_delay_s = 0.25  # Ray calls, maybe to another host
 
@@ -95,7 +95,7 @@ class RayPool:
     def fail(self, k: int, what: str, grace_s: float = 0.0) -> NoReturn:
         self._kill_all()
         where = f" (Ray actor on {self.hosts[k]})" if k < len(self.hosts) else ""
-        raise ShardError(redact(f"load generator worker {k + 1} of {self.n}{where} {what}"))
+        raise WorkerError(redact(f"load generator worker {k + 1} of {self.n}{where} {what}"))
 
     def call(self, k: int, method: str, *args: Any, timeout_s: float = START_TIMEOUT_S) -> Any:
         """A blocking call on worker ``k``; its failure or a timeout fails the run."""

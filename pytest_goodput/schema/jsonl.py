@@ -1,4 +1,5 @@
-"""JSON Lines input (datasets, traces): one object per non-blank line, errors naming the line."""
+"""JSON Lines input (datasets, traces, other tools' per-request records): one object per non-blank
+line, errors naming the file and line. One reader, so every input says a bad line the same way."""
 
 from __future__ import annotations
 
