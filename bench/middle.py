@@ -17,6 +17,13 @@ the middle case's detection per metric and per test, with 95 % Wilson intervals.
 
     python bench/middle.py                      # 400 trials, measured and stress noise
     python bench/middle.py --trials 100 --settings measured
+
+The bound (printed per setting): the session-to-session SD σ of P90 TTFT over the trials'
+baseline sessions (on the log scale), and the chance that a change of the median realised
+middle change d is read *regressed* by a one-sided 1 % test of one session against S:
+Student's t on S − 1 degrees of freedom (the gate when the sessions are noisier than its
+prior: P(t′_{S−1}(d / (σ√(1 + 1/S))) > t_{S−1, 0.99}), noncentral t) and, as the ceiling no
+rule can pass, the same test with σ known (normal). scipy computes both (a test dependency).
 """
 
 from __future__ import annotations
@@ -26,10 +33,14 @@ import multiprocessing as mp
 import time
 from typing import Any
 
+import math
+
 import numpy as np
+from scipy import stats as sps
 
 from gate_quality import SETTINGS, SPEC, _fmt, session
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
+from pytest_goodput.judge.values import group_value
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.runs.results import Samples
@@ -39,6 +50,9 @@ BEFORE = ("goodput.requests_per_s", "metrics.ttft_ms.p50", "metrics.ttft_ms.p99"
           "metrics.tpot_ms.p50", "metrics.tpot_ms.p99", "error_rate")
 AFTER = (*registry.default_gate(SPEC), "error_rate")
 ARMS = ("A/A", "middle 30%")
+P90_TTFT = "metrics.ttft_ms.p90"
+#: Baseline sessions the bound is shown for.
+BOUND_SESSIONS = (5, 10, 15, 20, 30)
 
 
 def middle(run: Samples, rng: np.random.Generator, band: tuple[float, float],
@@ -66,7 +80,7 @@ def trial(job: tuple[argparse.Namespace, int]) -> dict[str, Any]:
     current = {"A/A": session(args, seeds, rng, 1.0, "A/A"),
                "middle 30%": [middle(r, rng, (args.band_lo, args.band_hi), (1.6, 1.9), 1.12)
                               for r in session(args, seeds, rng, 1.0, "A/A")]}
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"p90 logs": [math.log(group_value(b, P90_TTFT)) for b in base]}
     for gate, paths in args.gates.items():
         defs = [MetricDef.of(p) for p in paths]
         for arm, cur in current.items():
@@ -97,6 +111,23 @@ def _report(name: str, args: argparse.Namespace, results: list[dict[str, Any]]) 
         fails = {arm: sum("regressed" in r[(gate, arm)]["verdicts"].values() for r in results)
                  for arm in ARMS}
         print(f"{gate:<34}{_fmt(fails['A/A'], n):>24}{_fmt(fails['middle 30%'], n):>24}")
+    says = [r[("after", "middle 30%")]["verdicts"].get(P90_TTFT) for r in results]
+    print("P90 TTFT on the middle, after: " + ", ".join(f"{v} {says.count(v)}/{n}" for v in sorted(set(says), key=str)))
+    _bound(results)
+
+
+def _bound(results: list[dict[str, Any]]) -> None:
+    """What any one-sided 1 % test of one session can read at the middle's P90 TTFT change."""
+    sd = math.sqrt(float(np.mean([np.var(r["p90 logs"], ddof=1) for r in results])))
+    ch = [r[("after", "middle 30%")]["changes"].get(P90_TTFT) for r in results]
+    d = math.log1p(float(np.median([c for c in ch if c is not None])))
+    print(f"bound: P90 TTFT session SD {sd:.1%} (log scale), median middle change {math.expm1(d):+.1%}; "
+          "P(regressed) by baseline sessions S, sessions' t / sigma known:")
+    for S in BOUND_SESSIONS:
+        ncp = d / (sd * math.sqrt(1.0 + 1.0 / S))
+        t_rule = sps.nct.sf(sps.t.ppf(0.99, S - 1), S - 1, ncp)
+        known = sps.norm.sf(sps.norm.ppf(0.99) - ncp)
+        print(f"  S = {S:>2}: {t_rule:6.1%} / {known:6.1%}")
 
 
 def main() -> None:

@@ -66,7 +66,7 @@ def _planted(spec, engine, progress=None, stage=None):
     m = _real(spec, engine, progress=progress, stage=stage)
     if _calls[spec.osl] in _plan.get(spec.osl, ()):
         stall = {"valid": False, "reasons": ["planted stall: loop lag P99 80 ms > 20 ms"]}
-        m.runs = [r.model_copy(update={"client": r.client.model_copy(update=stall)}) for r in m.runs]
+        m.results = [r.model_copy(update={"client": r.client.model_copy(update=stall)}) for r in m.results]
     return m
 
 _h.measure = _planted

@@ -57,9 +57,9 @@ def valid_measure(spec, engine, tries: int = 3):
     machine must not turn the picture into an "invalid run" one."""
     for _ in range(tries - 1):
         m = measure(spec, engine)
-        if all(r.client.valid for r in m.runs):
+        if all(r.client.valid for r in m.results):
             return m
-        print("client set the pace; measuring again:", "; ".join(r for x in m.runs for r in x.client.reasons))
+        print("client set the pace; measuring again:", "; ".join(r for x in m.results for r in x.client.reasons))
     return measure(spec, engine)
 
 

@@ -10,11 +10,15 @@ rebinds ``pytest_goodput.<name>`` to that package, so such a name would change m
 import order. Hence ``judge`` is the judging package itself (call
 ``pytest_goodput.judge.judge(...)``, ``pytest_goodput.judge.fails``), and the runner's
 ``measure`` function is not exported here: ``pytest_goodput.measure`` is the metrics layer.
+
+``Measurement`` is the deprecated name of ``Session``: the runner returns one session (its
+runs are ``Session.results``); the old name warns and will go.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from pytest_goodput._version import __version__
@@ -27,7 +31,6 @@ if TYPE_CHECKING:
     from pytest_goodput.schema.outcomes.ab import ABResult
     from pytest_goodput.schema.outcomes.ab_summary import ABSummary
     from pytest_goodput.schema.outcomes.frontier import FrontierPoint
-    from pytest_goodput.schema.runs.measurement import Measurement
     from pytest_goodput.schema.outcomes.outcome import MetricComparison, SLOOutcome, TestOutcome
     from pytest_goodput.schema.runs.results import RequestRecord, RunResult, Samples
     from pytest_goodput.schema.runs.session import Capacity, Session, Sweep
@@ -45,7 +48,6 @@ _EXPORTS: dict[str, str] = {
     "TestOutcome": "pytest_goodput.schema.outcomes.outcome",
     "MetricComparison": "pytest_goodput.schema.outcomes.outcome",
     "SLOOutcome": "pytest_goodput.schema.outcomes.outcome",
-    "Measurement": "pytest_goodput.schema.runs.measurement",
     "Session": "pytest_goodput.schema.runs.session",
     "Sweep": "pytest_goodput.schema.runs.session",
     "Capacity": "pytest_goodput.schema.runs.session",
@@ -64,7 +66,6 @@ __all__ = [
     "Capacity",
     "Engine",
     "FrontierPoint",
-    "Measurement",
     "MetricComparison",
     "RequestRecord",
     "RunResult",
@@ -85,6 +86,10 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import a public name on first use (PEP 562), then keep it as a module attribute."""
+    if name == "Measurement":  # deprecated: the runner returns a Session
+        warnings.warn("pytest_goodput.Measurement is deprecated: the runner returns a Session "
+                      "(its runs are Session.results)", DeprecationWarning, stacklevel=2)
+        name = "Session"
     try:
         module_name = _EXPORTS[name]
     except KeyError:

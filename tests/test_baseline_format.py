@@ -174,3 +174,23 @@ def test_a_re_record_removes_only_its_own_older_samples(tmp_path):
     assert len(samples_files(plain)) == 1 and store.load(plain) is not None
     assert len(list(tmp_path.glob("**/TestA.test_b[[]rate=4].*.samples.json.gz"))) == 1
     assert store.load(param) is not None
+
+
+def test_a_fresh_session_is_stored_byte_for_byte_as_its_stored_fields(tmp_path):
+    """What a fresh session carries beyond the stored fields (its spec, runs, notes, what
+    keeping it valid took) never reaches a baseline file: it is written as the same session
+    without them."""
+    from pytest_goodput.measure.metrics import summarize
+    from pytest_goodput.schema.runs.results import ClientHealth
+    from pytest_goodput.schema.scenario.spec import build_spec
+
+    spec = build_spec({"scenario": "offline", "requests": 1})
+    run = summarize([], spec, ClientHealth(valid=True, cpu_utilization=0.1))
+    fresh = session(0).model_copy(update={"spec": spec, "results": [run], "notes": ["re-measured"],
+                                          "provenance": {"remeasured": "send lag"}})
+    plain, full = tmp_path / "plain" / "t.json", tmp_path / "full" / "t.json"
+    for path, s in ((plain, session(0)), (full, fresh)):
+        store.record(path, nodeid="t.py::t", spec={"rate": 1}, spec_hash="x", run=s, existing=None, history=5)
+    assert full.read_bytes() == plain.read_bytes()
+    assert [f.read_bytes() for f in samples_files(full)] == [f.read_bytes() for f in samples_files(plain)]
+    assert fresh.model_dump() == session(0).model_dump()

@@ -96,7 +96,7 @@ def test_doubling_then_bisection_finds_the_knee_within_resolution() -> None:
     assert [p.passed for p in cap.probes] == [True, True, True, False, True, True, False, True]
     assert cap.as_dict()["probes"][3] == {"rate": 8.0, "attainment": 0.5, "passed": False,
                                           "goodput_rps": 5.0, "good": 50, "issued": 100}
-    assert m.kind == "capacity" and [r.spec.rate for r in m.runs] == runner.rates
+    assert m.kind == "capacity" and [r.spec.rate for r in m.results] == runner.rates
 
 
 def test_probes_are_server_scenarios_of_the_same_spec() -> None:
@@ -167,7 +167,7 @@ def test_invalid_probe_stops_the_search_with_a_reason() -> None:
     m = search(cap_spec(), None, runner)  # type: ignore[arg-type]
     cap = m.capacity
     assert cap is not None
-    assert runner.rates == [1, 2, 4, 8] and len(m.runs) == 4
+    assert runner.rates == [1, 2, 4, 8] and len(m.results) == 4
     assert cap.complete is False
     assert "8 req/s is invalid" in cap.stopped and "send lag P99 120 ms" in cap.stopped
     assert cap.probes[-1].invalid is True and cap.probes[-1].passed is False
@@ -326,13 +326,13 @@ def test_capacity_search_on_a_slowed_simulator(monkeypatch: pytest.MonkeyPatch) 
     with simulator(slowdown=8.0) as engine:
         m = measure(spec, engine)
     cap = m.capacity
-    assert cap is not None and m.kind == "capacity" and len(m.runs) == len(cap.probes) >= 2
-    assert [r.spec.scenario for r in m.runs] == ["server"] * len(m.runs)
-    assert [r.spec.rate for r in m.runs] == [p.rate for p in cap.probes]
+    assert cap is not None and m.kind == "capacity" and len(m.results) == len(cap.probes) >= 2
+    assert [r.spec.scenario for r in m.results] == ["server"] * len(m.results)
+    assert [r.spec.rate for r in m.results] == [p.rate for p in cap.probes]
     assert cap.complete, cap.stopped
     assert cap.upper is not None and (cap.upper - cap.lower) / cap.lower <= 0.2
     assert 1 <= cap.requests_per_s <= 16, cap
-    for p, r in zip(cap.probes, m.runs):
+    for p, r in zip(cap.probes, m.results):
         assert r.goodput is not None and p.attainment == r.goodput.attainment
         assert p.passed == (r.goodput.attainment >= 0.9)
     assert capacity_comparison([cap] * 5, cap, tolerance=0.1).verdict == "pass"

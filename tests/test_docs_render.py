@@ -68,3 +68,54 @@ def test_a_stray_fence_is_named_with_its_file_and_line() -> None:
     ]
     nested = "````markdown\n```python\nx = 1\n```\n````\n"
     assert fence_problems(nested, "page.md") == []
+
+
+def _heading_text(inline) -> str:  # type: ignore[no-untyped-def]
+    """A heading's text as GitHub renders it (code spans and emphasis by their content)."""
+    return "".join(t.content for t in (inline.children or []) if t.type in ("text", "code_inline"))
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as
+    hyphens, a repeated heading suffixed -1, -2..."""
+    tokens = MarkdownIt("commonmark").parse(text)
+    seen: dict[str, int] = {}
+    out = set()
+    for i, token in enumerate(tokens):
+        if token.type != "heading_open":
+            continue
+        slug = re.sub(r"[^\w\- ]", "", _heading_text(tokens[i + 1]).strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def broken_links(page: Path) -> list[str]:
+    """Each relative link of ``page`` whose file or heading anchor does not exist."""
+    text = page.read_text(encoding="utf-8")
+    problems = []
+    for token in MarkdownIt("commonmark").parse(text):
+        for child in token.children or []:
+            href = child.attrGet("href") if child.type == "link_open" else None
+            if not href or re.match(r"[a-z]+:", href):
+                continue
+            target, _, anchor = str(href).partition("#")
+            path = (page.parent / target).resolve() if target else page
+            if not path.exists():
+                problems.append(f"{page.relative_to(ROOT)}: {href}: no such file")
+            elif anchor and path.suffix == ".md" and anchor not in anchors(path.read_text(encoding="utf-8")):
+                problems.append(f"{page.relative_to(ROOT)}: {href}: no such heading")
+    return problems
+
+
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_reaches_its_file_and_heading(page: Path) -> None:
+    """A link to a page or a section of it arrives: the "Full data" links of the figures page
+    into the archive, the README's links into the guide."""
+    assert broken_links(page) == []
+
+
+def test_anchors_follow_githubs_rule() -> None:
+    page = "# A `cli` run: 2× faster (2026-12-04)\n\n## Notes\n\n## Notes\n"
+    assert anchors(page) == {"a-cli-run-2-faster-2026-12-04", "notes", "notes-1"}

@@ -12,18 +12,18 @@ from pytest_goodput.plugin.harness import GoodputHarness
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.plugin.settings import resolve
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
 from pytest_goodput.schema.scenario.spec import build_spec
 
 
-def measurement(valid: bool) -> Measurement:
+def measurement(valid: bool) -> Session:
     spec = build_spec({"scenario": "offline", "requests": 1})
     rec = RequestRecord(index=0, ok=True, scheduled_at=0.0, sent_at=0.0, end_at=0.1, ttft_ms=5.0,
                         e2e_ms=100.0, output_tokens=1, token_count_source="usage")
     health = ClientHealth(valid=valid, reasons=[] if valid else ["send lag P99 40 ms > 10 ms"],
                           cpu_utilization=0.1)
-    return Measurement(spec=spec, runs=[summarize([rec], spec, health)])
+    return Session(spec=spec, results=[summarize([rec], spec, health)])
 
 
 def harness() -> GoodputHarness:

@@ -4,6 +4,7 @@ plain ``pytest`` in the repository never collecting the gate."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -91,6 +92,18 @@ def test_the_first_gate_proves_its_slos_and_the_workflows_are_the_shipped_ones(r
     assert (repo / "requirements-goodput.txt").read_text() == f"pytest-goodput=={__version__}\n"
 
 
+def test_a_cpu_engine_on_its_own_cpus_records_from_the_ini_init_wrote(repo):
+    """``--engine-cpus auto`` (the README's advice for llama.cpp on a small machine): the ini
+    names the placement and a recording from it stores the engine's CPU set."""
+    done = init(repo, "--sim", "--engine-cpus", "auto", "--no-workflows")
+    assert done.returncode == 0, done.stderr
+    assert "goodput_engine_cpus = auto" in (repo / "perf/pytest.ini").read_text().splitlines()
+    record = pytest_in(repo, "perf", "--goodput-update-baseline", "--goodput-scale=0.05", "--goodput-sessions=2")
+    assert record.returncode == 0, record.stdout[-3000:] + record.stderr[-2000:]
+    doc = json.loads((repo / "perf/.goodput/baselines/perf_serving/test_chat_serving.json").read_text())
+    assert all(s["environment"]["provenance"].get("engine_cpus") for s in doc["sessions"]), doc["sessions"][0]
+
+
 def test_init_never_overwrites_a_file_that_differs_without_force(repo):
     assert init(repo).returncode == 0
     again = init(repo)
@@ -136,6 +149,8 @@ def test_init_for_gpu_runners_writes_the_gpu_workflow_with_the_classes_and_the_s
     (["--dir", "../elsewhere"], "a directory inside the repository"),
     (["--url", "http://x", "--serve", "y {port}"], "not allowed with argument"),
     (["--gpu", "a10g", "--hardware", "h100x1"], "with --gpu the workflow labels each class itself"),
+    (["--url", "http://x", "--engine-cpus", "auto"], "not to one reached by --url"),
+    (["--serve", "y {port}", "--engine-cpus", "two"], "allowed: auto or a CPU list"),
 ])
 def test_bad_arguments_are_refused_naming_what_is_allowed(repo, args, needle):
     done = init(repo, *args)

@@ -107,8 +107,8 @@ def test_a_run_stopped_by_a_worker_out_of_time_fails_its_test_with_the_partial_r
 
     def stopped(spec, engine, progress=None, stage=None):  # type: ignore[no-untyped-def]
         m = real(spec, engine, progress=progress, stage=stage)
-        done = len(m.runs[-1].requests)
-        m.runs[-1] = m.runs[-1].model_copy(update={"interrupted": Interrupted(
+        done = len(m.results[-1].requests)
+        m.results[-1] = m.results[-1].model_copy(update={"interrupted": Interrupted(
             reason=why, planned=done + 4, done=done, unfinished=4)})
         raise RunStopped(why, m)
     monkeypatch.setattr(harness_mod, "measure", stopped)

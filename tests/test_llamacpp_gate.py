@@ -54,7 +54,7 @@ from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.run.affinity import ClientPlacement
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.outcomes.frontier import FrontierComparison
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import RunResult, Samples
 from pytest_goodput.schema.cpus import plan_cpus
 from pytest_goodput.schema.scenario.spec import build_spec
@@ -113,7 +113,7 @@ def _passing_selfcheck(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_selfcheck.install(monkeypatch)
 
 
-def placed_run(make: Callable[[], Measurement]) -> Measurement:
+def placed_run(make: Callable[[], Session]) -> Session:
     """One measurement with the client placed on its CPU, as the plugin places it."""
     placement = ClientPlacement(CLIENT_CPUS) if CLIENT_CPUS else None
     try:
@@ -173,12 +173,12 @@ def test_concurrency_scenario_is_measured_exactly(engine: Engine) -> None:
     assert m.result.load["concurrency"] == 4.0
 
 
-def frontier_gate(base: Measurement, cur: Measurement) -> FrontierComparison:
+def frontier_gate(base: Session, cur: Session) -> FrontierComparison:
     """What the plugin does for a sweep: every baseline frontier point judged, beyond noise."""
-    points = lambda m: list(m.frontier.points)  # noqa: E731
-    base_samples = [Samples.from_records(r.requests, r.window.seconds) for r in base.runs]
+    points = lambda m: list(m.sweep.points)  # noqa: E731
+    base_samples = [Samples.from_records(r.requests, r.window.seconds) for r in base.results]
     noise = sweep_noise(SWEEP.sweep, SWEEP.sweep_over, base_samples,
-                        [Samples.from_records(r.requests, r.window.seconds) for r in cur.runs])
+                        [Samples.from_records(r.requests, r.window.seconds) for r in cur.results])
     return compare_frontiers(points(base), points(cur), tolerance=0.05, noise=noise)
 
 
@@ -209,7 +209,7 @@ def test_frontier_gate_on_a_real_engine(engine: Engine, model_path: str, tmp_pat
     at_four = next((p for p in fewer_slots.points if p.baseline.load == 4.0), None)
     if at_four is not None:  # when on the baseline's frontier: most throughput is kept
         assert at_four.ratio > 0.6, (at_four.ratio, at_four.interval)
-    b4, q4 = base.runs[-1].metrics.ttft_ms.p50, queued.runs[-1].metrics.ttft_ms.p50
+    b4, q4 = base.results[-1].metrics.ttft_ms.p50, queued.results[-1].metrics.ttft_ms.p50
     assert b4 is not None and q4 is not None and q4 > 2 * b4, (b4, q4)
 
 

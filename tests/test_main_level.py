@@ -147,9 +147,12 @@ def test_the_step_and_the_spread_across_levels_match_the_hand_computed_case() ->
     assert level.kept == [3, 4]
     m = (math.log(10) + 2 * math.log(10.2)) / 3
     s, nu, _ = level_spreads(level, sessions, [tpot])["metrics.tpot_ms.p50"]
-    assert nu == 3
-    assert s == pytest.approx(math.sqrt((2 * (math.log(10.2) - m) ** 2 + (math.log(10) - m) ** 2) / 3))
-    assert s == pytest.approx(0.0093, abs=5e-5)
+    ss = 2 * (math.log(10.2) - m) ** 2 + (math.log(10) - m) ** 2
+    assert math.sqrt(ss / 3) == pytest.approx(0.0093, abs=5e-5)  # measured, 3 degrees of freedom
+    # below the prior (TPOT's launch CV 2 % and day CV 1 %, worth 3 sessions): pooled, on 3 + 3
+    assert nu == 6
+    assert s == pytest.approx(math.sqrt((3 * (0.02**2 + 0.01**2) + ss) / 6))
+    assert s == pytest.approx(0.0171, abs=5e-5)
 
 
 def test_two_sessions_show_no_step_and_a_change_within_the_tolerance_is_no_step() -> None:

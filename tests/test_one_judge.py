@@ -129,7 +129,7 @@ def test_identity_and_slos_are_judged_by_the_cli_too(tmp_path, sim_url):
         m = measure(spec, eng)
     env_a = Fingerprint(identity={"hardware": "A100", "model": "m", "scenario_hash": spec.identity_hash()})
     env_b = Fingerprint(identity={"hardware": "H100", "model": "m", "scenario_hash": spec.identity_hash()})
-    base, cur = from_results(m.runs, env_a), from_results(m.runs, env_b)
+    base, cur = from_results(m.results, env_a), from_results(m.results, env_b)
     outcome = judge("t::x", cur, base, Policy())
     assert outcome.baseline_status == "incomparable"
     assert any("hardware differs" in r for r in outcome.incomparable_reasons)

@@ -73,3 +73,27 @@ def test_importing_the_package_loads_neither_pydantic_nor_numpy():
             "pytest_goodput.ScenarioSpec; print('pydantic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "True"], out.stdout + out.stderr
+
+
+def test_measurement_is_a_deprecated_name_of_session():
+    with pytest.warns(DeprecationWarning, match="runner returns a Session"):
+        old = pytest_goodput.Measurement
+    assert old is pytest_goodput.Session
+    assert "Measurement" not in pytest_goodput.__all__
+
+
+def test_from_measurement_is_a_deprecated_name_of_from_session():
+    from pytest_goodput.measure.metrics import summarize
+    from pytest_goodput.schema.runs.results import ClientHealth
+
+    spec = pytest_goodput.build_spec({"scenario": "offline", "requests": 1})
+    fresh = pytest_goodput.Session(spec=spec, results=[summarize([], spec, ClientHealth(valid=True, cpu_utilization=0.1))])
+    with pytest.warns(DeprecationWarning, match="use from_session"):
+        side = pytest_goodput.judge.from_measurement(fresh)
+    assert side == pytest_goodput.judge.from_session(fresh)
+
+
+def test_runs_is_a_deprecated_name_of_a_sessions_results():
+    fresh = pytest_goodput.Session()
+    with pytest.warns(DeprecationWarning, match="use Session.results"):
+        assert fresh.runs == fresh.results == []

@@ -22,7 +22,7 @@ from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.plugin import harness as harness_mod
 from pytest_goodput.run.launches import Launches, kept_sessions, refusal, valid_session
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import ClientHealth, Interrupted
 from pytest_goodput.schema.scenario.spec import build_spec
 
@@ -45,12 +45,12 @@ def plant(monkeypatch: pytest.MonkeyPatch, stalled: set[int]) -> list[int]:
     """The harness's measurements numbered ``stalled`` (1-based) come back client-paced."""
     real, calls = harness_mod.measure, [0]
 
-    def measure(spec: Any, engine: Any, progress: Any = None, stage: Any = None) -> Measurement:
+    def measure(spec: Any, engine: Any, progress: Any = None, stage: Any = None) -> Session:
         calls[0] += 1
         m = real(spec, engine, progress=progress, stage=stage)
         if calls[0] in stalled:
-            m.runs = [r.model_copy(update={"client": r.client.model_copy(update={"valid": False, "reasons": [STALL]})})
-                      for r in m.runs]
+            m.results = [r.model_copy(update={"client": r.client.model_copy(update={"valid": False, "reasons": [STALL]})})
+                         for r in m.results]
         return m
     monkeypatch.setattr(harness_mod, "measure", measure)
     return calls
@@ -122,10 +122,10 @@ def test_a_session_still_paced_on_its_replacement_launches_is_left_out_and_the_v
     res.stdout.fnmatch_lines([f"*{note}*"])
 
 
-def _m(valid: bool) -> Measurement:
+def _m(valid: bool) -> Session:
     spec = build_spec({"scenario": "offline", "requests": 1})
     health = ClientHealth(valid=valid, reasons=[] if valid else [STALL], cpu_utilization=0.1)
-    return Measurement(spec=spec, runs=[summarize([], spec, health)])
+    return Session(spec=spec, results=[summarize([], spec, health)])
 
 
 def test_a_recording_out_of_extra_launches_is_refused_naming_the_valid_sessions_and_what_to_change() -> None:

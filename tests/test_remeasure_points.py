@@ -42,7 +42,7 @@ def test_a_probe_invalid_once_is_measured_again_and_the_search_goes_on(monkeypat
     assert 7.0 <= cap.requests_per_s <= 7.3 and cap.upper is not None
     assert m.notes == ["probe at 8 req/s re-measured once: the client set the pace of the first run "
                        "(send lag P99 120 ms)"]
-    assert all(r.client.valid for r in m.runs)  # the invalid first try is not kept
+    assert all(r.client.valid for r in m.results)  # the invalid first try is not kept
 
 
 def test_a_probe_invalid_twice_stops_the_search_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,7 +59,7 @@ def test_a_sweep_point_invalid_once_is_measured_again(monkeypatch: pytest.Monkey
     seen = scripted(monkeypatch, lambda s, before: s.concurrency == 4 and before == 0)
     m = runner.measure(spec, None)  # type: ignore[arg-type]
     assert [s.concurrency for s in seen] == [1, 4, 4]
-    assert len(m.runs) == 2 and all(r.client.valid for r in m.runs)
+    assert len(m.results) == 2 and all(r.client.valid for r in m.results)
     assert m.notes == ["concurrency 4 re-measured once: the client set the pace of the first run "
                        "(send lag P99 120 ms)"]
 

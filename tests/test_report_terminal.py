@@ -216,3 +216,30 @@ def test_a_sweep_judged_on_its_tpot_shows_tpot_under_its_own_name_and_unit():
     assert "frontier%3A TPOT P50 +20.0%25" in "".join(annotations([o]))
     for text in (summary, message, render_markdown([o])):
         assert "frontier throughput" not in text and "48 tok/s" not in text
+
+
+def test_a_percentile_on_a_failed_request_reads_plus_infinity():
+    """Three requests at 10 ms and one timeout: P90 (rank 4 of 4) is the timeout, +∞; the
+    terminal line and the Markdown table say so rather than "no value"."""
+    from pytest_goodput.judge.slos import run_slo_outcomes
+    from pytest_goodput.measure.metrics import summarize
+    from pytest_goodput.report.md.markdown import render_markdown
+    from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord
+    from pytest_goodput.schema.scenario.spec import build_spec
+
+    spec = build_spec({"rate": 1, "ttft_p90_ms": 15})
+    def rec(i: int, ok: bool = True) -> RequestRecord:
+        return RequestRecord(index=i, ok=ok, error_kind=None if ok else "timeout", scheduled_at=i * 0.1,
+                             sent_at=i * 0.1, end_at=i * 0.1 + 0.05, ttft_ms=10.0 if ok else None,
+                             tpot_ms=5.0 if ok else None, e2e_ms=50.0 if ok else None,
+                             output_tokens=9 if ok else 0, prompt_tokens=100, send_lag_ms=0.5,
+                             itl_ms=[5.0] * 8 if ok else [], token_count_source="usage")
+    records = [rec(0), rec(1), rec(2), rec(3, ok=False)]
+    run = summarize(records, spec, ClientHealth(valid=True, cpu_utilization=0.1))
+    slo = {s.name: s for s in run_slo_outcomes(run, strict=False)}["ttft_p90_ms"]
+    assert slo.value is None and slo.infinite and not slo.ok
+    assert slo.note == "1 of 4 samples over the limit; P90 falls on a failed request (+∞)"
+    outcome = fx.slo_failed().model_copy(update={"slos": [slo]})
+    assert ("SLO TTFT P90 BROKEN: limit 15 ms, value +∞ - 1 of 4 samples over the limit; "
+            "P90 falls on a failed request (+∞)") in failure_message(outcome)
+    assert "| +∞ |" in render_markdown([outcome]).replace("  ", " ")

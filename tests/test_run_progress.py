@@ -18,7 +18,7 @@ from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run import runner
 from pytest_goodput.run.capacity import Probe, remaining_probes
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper, from_summary, gauge_stats, server_summary, to_summary
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import Goodput
 from pytest_goodput.schema.scenario.spec import build_spec
 
@@ -112,7 +112,7 @@ def test_progress_line_names_the_stage_and_never_goes_back():
 def test_an_invalid_run_says_why_it_is_measured_again(monkeypatch):
     spec = build_spec({"scenario": "concurrency", "concurrency": 4, "requests": 400})
     first = clr.result(1.0, 1, valid=False)
-    seq = [Measurement(spec=spec, runs=[first]), Measurement(spec=spec, runs=[clr.result(1.0, 2)])]
+    seq = [Session(spec=spec, results=[first]), Session(spec=spec, results=[clr.result(1.0, 2)])]
     monkeypatch.setattr("pytest_goodput.plugin.harness.measure",
                         lambda spec, engine, progress=None, stage=None: seq.pop(0))
     out = io.StringIO()

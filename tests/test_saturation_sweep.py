@@ -6,9 +6,9 @@ from typing import Optional
 
 import pytest
 
-from pytest_goodput.judge.evidence import from_measurement, from_measurements
+from pytest_goodput.judge.evidence import from_session, from_sessions
 from pytest_goodput.judge.judge import Policy, fails, judge
-from pytest_goodput.measure.headline import measurement_metrics
+from pytest_goodput.measure.headline import session_metrics
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.run import runner
 from pytest_goodput.schema.runs.results import ClientHealth, RequestRecord, RunResult
@@ -49,24 +49,24 @@ def run_sweep(monkeypatch: pytest.MonkeyPatch, table: dict, spec: ScenarioSpec =
 
 def test_the_sweep_stops_at_the_first_point_past_saturation(monkeypatch: pytest.MonkeyPatch) -> None:
     m, ran = run_sweep(monkeypatch, KNEE_AT_16)
-    assert ran == [1.0, 4.0, 16.0] and len(m.runs) == 3
-    assert m.frontier is not None
-    sat = m.frontier.saturation
+    assert ran == [1.0, 4.0, 16.0] and len(m.results) == 3
+    assert m.sweep is not None
+    sat = m.sweep.saturation
     assert sat.measured == [1, 4, 16] and sat.began_at == 16 and sat.step == 2
     assert sat.skipped == [32] and sat.saved_s == pytest.approx(
-        sum(r.window.seconds for r in m.runs) / 3)
+        sum(r.window.seconds for r in m.results) / 3)
     assert [p.past for p in sat.points] == [False, False, True]
     assert "throughput ×1.053 <" in sat.reason
     assert any(n.startswith("sweep stopped: past saturation at concurrency 16") and
                "skipped concurrency 32, 1 point(s)" in n for n in m.notes)
-    assert measurement_metrics(m)["sweep.saturation_step"] == 2.0
-    assert measurement_metrics(m)["sweep.saturation_load"] == 16.0
+    assert session_metrics(m)["sweep.saturation_step"] == 2.0
+    assert session_metrics(m)["sweep.saturation_load"] == 16.0
 
 
 def test_saturation_stop_false_keeps_climbing(monkeypatch: pytest.MonkeyPatch) -> None:
     m, ran = run_sweep(monkeypatch, KNEE_AT_16, SPEC.model_copy(update={"saturation_stop": False}))
-    assert ran == [1.0, 4.0, 16.0, 32.0] and m.frontier is not None
-    sat = m.frontier.saturation
+    assert ran == [1.0, 4.0, 16.0, 32.0] and m.sweep is not None
+    sat = m.sweep.saturation
     assert sat.began_at == 16 and sat.skipped == [] and sat.saved_s is None
     assert not any(n.startswith("sweep stopped") for n in m.notes)
     # Not part of what a point measures: the same baseline serves both.
@@ -76,16 +76,16 @@ def test_saturation_stop_false_keeps_climbing(monkeypatch: pytest.MonkeyPatch) -
 def test_no_point_past_saturation_measures_the_whole_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     flat = {1: (100.0, 1000.0), 4: (390.0, 1000.0), 16: (1500.0, 1050.0), 32: (2900.0, 1100.0)}
     m, ran = run_sweep(monkeypatch, flat)
-    assert len(ran) == 4 and m.frontier is not None
-    sat = m.frontier.saturation
+    assert len(ran) == 4 and m.sweep is not None
+    sat = m.sweep.saturation
     assert sat.began_at is None and sat.step == 4 and sat.skipped == []
-    assert "sweep.saturation_load" not in measurement_metrics(m)
+    assert "sweep.saturation_load" not in session_metrics(m)
 
 
 def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.MonkeyPatch) -> None:
     base = [run_sweep(monkeypatch, KNEE_AT_32)[0] for _ in range(3)]
     cur = run_sweep(monkeypatch, KNEE_AT_4)[0]
-    outcome = judge("t.py::test_sweep", from_measurement(cur), from_measurements(base), Policy())
+    outcome = judge("t.py::test_sweep", from_session(cur), from_sessions(base), Policy())
     rows = {c.metric: c for c in outcome.comparisons}
     sat = rows["sweep.saturation_load"]
     assert sat.verdict == "regressed" and (sat.baseline, sat.current) == (32.0, 4.0)
@@ -96,11 +96,11 @@ def test_the_judge_names_a_saturation_point_two_steps_lower(monkeypatch: pytest.
     assert [by_load[x].verdict for x in (16.0, 32.0)] == ["regressed", "regressed"]
     assert "not reached" in by_load[16.0].throughput.note
     # One step lower on a grid of doublings (or more), three sessions agreeing: regressed too.
-    one = judge("t.py::test_sweep", from_measurement(run_sweep(monkeypatch, KNEE_AT_16)[0]),
-                from_measurements(base), Policy())
+    one = judge("t.py::test_sweep", from_session(run_sweep(monkeypatch, KNEE_AT_16)[0]),
+                from_sessions(base), Policy())
     assert {c.metric: c for c in one.comparisons}["sweep.saturation_load"].verdict == "regressed"
     assert fails(one, Policy())
-    same = judge("t.py::test_sweep", from_measurement(base[0]), from_measurements(base), Policy())
+    same = judge("t.py::test_sweep", from_session(base[0]), from_sessions(base), Policy())
     assert {c.metric: c for c in same.comparisons}["sweep.saturation_load"].verdict == "pass"
 
 
@@ -110,11 +110,11 @@ def test_run_files_of_a_stopped_sweep_are_the_baselines_sweep(monkeypatch: pytes
     from pytest_goodput.judge.evidence import from_sweep_runs
 
     m, _ = run_sweep(monkeypatch, KNEE_AT_16)
-    ev = from_sweep_runs(m.runs, like=SPEC)
+    ev = from_sweep_runs(m.results, like=SPEC)
     assert ev.spec.sweep == SPEC.sweep and ev.spec_hash == SPEC.identity_hash()
     assert ev.saturation is not None and ev.saturation.skipped == [32] and ev.saturation_steps == [2.0]
     # A shorter sweep whose last point is not past saturation is another sweep.
     flat = {1: (100.0, 1000.0), 4: (390.0, 1000.0)}
     short, _ = run_sweep(monkeypatch, flat, SPEC.model_copy(update={"sweep": (1, 4)}))
-    other = from_sweep_runs(short.runs, like=SPEC)
+    other = from_sweep_runs(short.results, like=SPEC)
     assert other.spec.sweep == (1.0, 4.0) and other.spec_hash != SPEC.identity_hash()

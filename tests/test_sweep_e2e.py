@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_goodput.judge import Policy, from_measurement, judge
+from pytest_goodput.judge import Policy, from_session, judge
 from pytest_goodput.judge.shapes.frontier import compare_frontiers
 from pytest_goodput.judge.noise.frontier_noise import (
     noise_by_load,
@@ -23,7 +23,7 @@ from pytest_goodput.judge.noise.frontier_noise import (
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.outcomes.frontier import FrontierComparison, FrontierPoint
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
@@ -43,7 +43,7 @@ TOLERANCE = 0.05
 # interactivity within x_tolerance, so the view of a same-engine rerun shows no regression.
 
 
-def run_sweep(kv_tokens: int = KV_TOKENS) -> Measurement:
+def run_sweep(kv_tokens: int = KV_TOKENS) -> Session:
     """One sweep on a fresh simulator: baseline and current each get their own engine, as in CI."""
     from pytest_goodput.engines.engine import simulator
 
@@ -51,21 +51,21 @@ def run_sweep(kv_tokens: int = KV_TOKENS) -> Measurement:
         return measure(SPEC, engine)
 
 
-def points(m: Measurement) -> list[FrontierPoint]:
-    return [point_from_result(r, SPEC.frontier_percentile, SPEC.gpus) for r in m.runs]
+def points(m: Session) -> list[FrontierPoint]:
+    return [point_from_result(r, SPEC.frontier_percentile, SPEC.gpus) for r in m.results]
 
 
-def noise_table(m: Measurement) -> dict[tuple[str, float], float]:
+def noise_table(m: Session) -> dict[tuple[str, float], float]:
     """Each point's relative throughput half-width (bootstrap over its requests)."""
     out = {}
-    for r, p in zip(m.runs, points(m)):
+    for r, p in zip(m.results, points(m)):
         h = relative_half_width(throughput_interval(r), p.throughput)
         assert h is not None
         out[(p.load_kind, p.load)] = h
     return out
 
 
-def compare(base: Measurement, cur: Measurement) -> FrontierComparison:
+def compare(base: Session, cur: Session) -> FrontierComparison:
     noise = noise_by_load(noise_table(base), noise_table(cur))
     return compare_frontiers(points(base), points(cur), TOLERANCE, noise)
 
@@ -75,22 +75,22 @@ def verdicts(cmp: FrontierComparison) -> dict[float, str]:
 
 
 @pytest.fixture(scope="module")
-def baseline() -> Measurement:
+def baseline() -> Session:
     return run_sweep()
 
 
 @pytest.fixture(scope="module")
-def same() -> Measurement:
+def same() -> Session:
     return run_sweep()
 
 
 @pytest.fixture(scope="module")
-def half_kv() -> Measurement:
+def half_kv() -> Session:
     return run_sweep(KV_TOKENS // 2)
 
 
-def test_sweep_yields_a_frontier_with_a_knee(baseline: Measurement) -> None:
-    assert baseline.kind == "sweep" and baseline.frontier is not None
+def test_sweep_yields_a_frontier_with_a_knee(baseline: Session) -> None:
+    assert baseline.kind == "sweep" and baseline.sweep is not None
     pts = {p.load: p for p in points(baseline)}
     assert sorted(pts) == [1.0, 4.0, 16.0, 32.0]
     # more users: more total throughput, less per user
@@ -101,9 +101,9 @@ def test_sweep_yields_a_frontier_with_a_knee(baseline: Measurement) -> None:
     assert len(pareto_frontier(list(pts.values()))) >= 3
 
 
-def gate(base: Measurement, cur: Measurement) -> Outcome:
+def gate(base: Session, cur: Session) -> Outcome:
     """The gate's outcome for the sweep: the one ``judge`` the plugin and the CLI call."""
-    return judge("test_perf.py::test_sweep", from_measurement(cur), from_measurement(base), Policy())
+    return judge("test_perf.py::test_sweep", from_session(cur), from_session(base), Policy())
 
 
 def by_load(outcome: Outcome) -> dict[float, str]:
@@ -111,7 +111,7 @@ def by_load(outcome: Outcome) -> dict[float, str]:
     return {p.load: p.verdict for p in outcome.frontier.comparison.by_load}
 
 
-def test_half_kv_regresses_at_high_concurrency(baseline: Measurement, half_kv: Measurement) -> None:
+def test_half_kv_regresses_at_high_concurrency(baseline: Session, half_kv: Session) -> None:
     """Judged at equal load (the gate's rule): the KV-bound points lose throughput beyond the
     tolerance (how much a loaded machine's run loses on top is not the product's decision)."""
     outcome = gate(baseline, half_kv)
@@ -125,14 +125,14 @@ def test_half_kv_regresses_at_high_concurrency(baseline: Measurement, half_kv: M
 
 
 def test_half_kv_leaves_low_concurrency_points_alone(
-    baseline: Measurement, half_kv: Measurement
+    baseline: Session, half_kv: Session
 ) -> None:
     cmp = compare(baseline, half_kv)
     low = [r for r in cmp.points if r.baseline.load in LOW]
     assert low and all(r.verdict == "pass" for r in low), verdicts(cmp)
 
 
-def test_low_concurrency_points_match_within_noise(baseline: Measurement, half_kv: Measurement) -> None:
+def test_low_concurrency_points_match_within_noise(baseline: Session, half_kv: Session) -> None:
     """The same check without the step lookup: point by point at equal load."""
     b, c = ({p.load: p for p in points(m)} for m in (baseline, half_kv))
     nb, nc = noise_table(baseline), noise_table(half_kv)
@@ -145,7 +145,7 @@ def test_low_concurrency_points_match_within_noise(baseline: Measurement, half_k
         assert c[load].throughput < 0.9 * b[load].throughput  # type: ignore[operator]
 
 
-def test_sweep_against_its_own_baseline_does_not_regress(baseline: Measurement, same: Measurement) -> None:
+def test_sweep_against_its_own_baseline_does_not_regress(baseline: Session, same: Session) -> None:
     """The gate's verdict (equal-load points, the baseline's session noise): what fails a build.
     The step-lookup view beside it has only each run's own interval, one session a side."""
     outcome = gate(baseline, same)
@@ -154,13 +154,13 @@ def test_sweep_against_its_own_baseline_does_not_regress(baseline: Measurement, 
 
 
 def test_frontier_command_on_the_sweep_files(
-    baseline: Measurement, half_kv: Measurement, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    baseline: Session, half_kv: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_goodput.cli import main
 
-    def write(m: Measurement, name: str) -> str:
+    def write(m: Session, name: str) -> str:
         path = tmp_path / name
-        path.write_text("[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
+        path.write_text("[" + ",".join(r.model_dump_json() for r in m.results) + "]")
         return str(path)
 
     base, cur = write(baseline, "base.json"), write(half_kv, "cur.json")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pytest_goodput._version import __version__
 from pytest_goodput.cli.run import CLIError
+from pytest_goodput.schema.cpus import CpuSetError, parse_cpus
 from pytest_goodput.schema.scenario.spec import SLO_PRESETS
 from pytest_goodput.stats.binomial import percentile_proof
 
@@ -53,6 +54,10 @@ def add_init_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") 
                    "(CI's workflows label their runners themselves: leave it out for them)")
     p.add_argument("--gpu", nargs="+", metavar="CLASS", help="self-hosted GPU runner classes: "
                    "write the GPU workflow (goodput-gpu.yml), one job per class, instead of the hosted one")
+    p.add_argument("--engine-cpus", metavar="CPUS", help="the CPUs an engine the plugin starts runs on "
+                   "(goodput_engine_cpus: 'auto', or a list such as 0-5): 'auto' for a CPU engine "
+                   "(llama.cpp, vLLM's CPU build) on a small machine, whose client would otherwise "
+                   "share the engine's CPUs and fall behind")
     p.add_argument("--no-workflows", action="store_true", help="write the gate only, no GitHub files")
     p.add_argument("--rate", type=float, default=DEFAULT_RATE, help="the first gate's arrival rate, "
                    f"requests/s (default {DEFAULT_RATE:g})")
@@ -126,6 +131,19 @@ def ini_file(ns: argparse.Namespace) -> str:
     if ns.hardware:
         lines += ["# CI labels its runners with GOODPUT_HARDWARE; a label here that differs stops the run.",
                   f"goodput_hardware = {ns.hardware}"]
+    if ns.engine_cpus:
+        if ns.url:
+            raise CLIError(f"--engine-cpus {ns.engine_cpus}: applies to an engine the plugin starts "
+                           "(--serve or --sim), not to one reached by --url")
+        if ns.engine_cpus.strip().lower() != "auto":
+            try:
+                parse_cpus(ns.engine_cpus)
+            except CpuSetError as exc:
+                raise CLIError(f"--engine-cpus {ns.engine_cpus}: {exc}; allowed: auto or a CPU list "
+                               "such as 0-5,8") from None
+        lines += ["# The engine on these CPUs, the client on the others: a client sharing a CPU engine's",
+                  "# cores falls behind and its runs are refused as invalid.",
+                  f"goodput_engine_cpus = {ns.engine_cpus}"]
     return "\n".join(lines) + "\n"
 
 

@@ -238,7 +238,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     try:
         with placed_client(client_cpus):
             m = measure(spec, engine)
-        code = run_exit_code(m.runs)
+        code = run_exit_code(m.results)
     except (RunInterrupted, RunStopped) as exc:  # the runs so far are written, marked, not judged
         m, code = exc.partial, EXIT_INTERRUPTED if isinstance(exc, RunInterrupted) else EXIT_FAIL
         stopped = exc
@@ -248,15 +248,15 @@ def cmd_run(ns: argparse.Namespace) -> int:
         engine.close(keep_log=code != EXIT_OK)
         for log in engine.kept_logs:
             print(f"engine log kept: {log}", file=sys.stderr)
-    for r in m.runs:
+    for r in m.results:
         print(render_result(r))
     if ns.json:
-        body = m.result.model_dump_json(indent=1) if len(m.runs) == 1 else (
-            "[" + ",".join(r.model_dump_json() for r in m.runs) + "]")
+        body = m.result.model_dump_json(indent=1) if len(m.results) == 1 else (
+            "[" + ",".join(r.model_dump_json() for r in m.results) + "]")
         write_atomic(Path(ns.json), body + "\n")
-    if exports and m.runs:
+    if exports and m.results:
         env = {k: v for k, v in engine.provenance.items() if k in ("engine", "engine_version")}
-        write_exports(exports, run_tests(m.runs, {"model": engine.model or "", **env}), "--export")
+        write_exports(exports, run_tests(m.results, {"model": engine.model or "", **env}), "--export")
     if stopped is not None:
         what = "interrupted" if isinstance(stopped, RunInterrupted) else f"error: {stopped}"
         print(f"{what}: partial result" + (f" written to {ns.json}" if ns.json else ""), file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The judge's input from what the product holds: sessions of a measurement, a baseline, run results."""
+"""The judge's input from what the product holds: fresh sessions, a baseline, run results."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ from typing import Optional
 from pytest_goodput.measure.degradation import from_summary as degradation_from_summary
 from pytest_goodput.measure.degradation import session_degradation
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
-from pytest_goodput.measure.headline import key_metrics, measurement_metrics
+from pytest_goodput.measure.headline import key_metrics, session_metrics
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.schema.runs.baseline import BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult, Samples
 from pytest_goodput.schema.runs.session import Session, Sweep
 from pytest_goodput.schema.runs.side import Side
@@ -27,39 +26,46 @@ def samples_of(runs: list[RunResult]) -> list[Samples]:
     return [Samples.from_records(r.requests, r.samples_window_s(), r.prompt_set) for r in runs]
 
 
-def session_of(m: Measurement, env: Optional[Fingerprint] = None, at: Optional[str] = None) -> Session:
-    """A fresh measurement as one session: its samples, headline numbers, shapes and results."""
-    summary_only = m.source is not None and not m.source.per_request  # no requests to sample
-    return Session(
-        recorded_at=at, environment=env, summary=measurement_metrics(m),
-        samples=[] if summary_only else samples_of(m.runs), sweep=m.frontier, capacity=m.capacity,
-        degradation=_degradation(m.runs), results=list(m.runs), source=m.source,
-    )
+def judged(s: Session, env: Optional[Fingerprint] = None, at: Optional[str] = None) -> Session:
+    """A fresh session as the judge reads it: its samples, headline numbers and degradation
+    derived from its runs, and when and where it was measured."""
+    summary_only = s.summary_only  # no requests to sample
+    return s.model_copy(update={
+        "recorded_at": at, "environment": env, "summary": session_metrics(s),
+        "samples": [] if summary_only else samples_of(s.results), "degradation": _degradation(s.results),
+    })
 
 
-def from_measurement(m: Measurement, env: Optional[Fingerprint] = None,
-                     at: Optional[str] = None) -> Side:
-    """A fresh measurement: one session of runs, its frontier or capacity, its headline numbers.
+def _spec(s: Session) -> ScenarioSpec:
+    if s.spec is None:
+        raise ValueError("a fresh session carries the spec it ran")
+    return s.spec
+
+
+def from_session(s: Session, env: Optional[Fingerprint] = None, at: Optional[str] = None,
+                 slo_results: Optional[list[RunResult]] = None) -> Side:
+    """A fresh session: its runs, its frontier or capacity, its headline numbers.
 
     ``at``: when it was measured (ISO 8601), so the judge can tell whether it shares a
-    sitting with the baseline's sessions.
+    sitting with the baseline's sessions. ``slo_results``: the runs its SLOs and client
+    validity are judged on, when more than its own (every launch the gate measured).
     """
-    return Side(m.spec, m.spec.identity_hash(), [session_of(m, env, at)])
+    spec = _spec(s)
+    return Side(spec, spec.identity_hash(), [judged(s, env, at)], slo_results)
 
 
 def _degradation(runs: list[RunResult]) -> dict[str, tuple[float, Optional[float]]]:
     return session_degradation([r.slices for r in runs])
 
 
-def from_measurements(ms: list[Measurement], env: Optional[Fingerprint] = None,
-                      at: Optional[str] = None) -> Side:
+def from_sessions(sessions: list[Session], env: Optional[Fingerprint] = None,
+                  at: Optional[str] = None) -> Side:
     """The PR measured over several engine launches, one session each (oldest first): the
     judge counts them as that many draws of the launch level (``judge/sequential/head_launches.py``).
-    Every session but the newest is known by its samples, degradation and saturation only."""
-    sessions = [Session(environment=env, summary=measurement_metrics(m), samples=samples_of(m.runs),
-                        sweep=m.frontier, degradation=_degradation(m.runs),
-                        results=list(m.runs)) for m in ms[:-1]]
-    return Side(ms[-1].spec, ms[-1].spec.identity_hash(), [*sessions, session_of(ms[-1], env, at)])
+    Only the newest session carries its time (``at``)."""
+    spec = _spec(sessions[-1])
+    return Side(spec, spec.identity_hash(),
+                [*(judged(s, env) for s in sessions[:-1]), judged(sessions[-1], env, at)])
 
 
 def from_results(runs: list[RunResult], env: Optional[Fingerprint] = None) -> Side:

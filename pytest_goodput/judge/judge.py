@@ -173,13 +173,15 @@ def judge(
         )
     # Kept one session per push, the baseline is main's time series: judged against main's
     # current level (the sessions since its newest step, a lone disturbed session set aside).
-    baseline, notes, spreads = _at_main_level(spec, baseline, policy)
+    baseline, notes, spreads, noise = _at_main_level(spec, baseline, policy)
     update["notes"] = outcome.notes + notes
     # Same spec hash means same seed: request i is the same request in every run, so the
     # comparison can pair them (it falls back to unpaired intervals when counts differ).
     # A committed baseline is judged on other days and machines: outside its sitting, the
-    # verdicts add the between-sitting spread its back-to-back sessions could not show.
-    sit = sittings(baseline.recorded_at, baseline.client_cpus,
+    # verdicts add the between-sitting spread its back-to-back sessions could not show. The
+    # sittings are those of the sessions the spread comes from: after a step on main, every
+    # session kept (one sitting a push), not the one or two since the step.
+    sit = sittings(noise.recorded_at, noise.client_cpus,
                    current.recorded_at[-1] if current.recorded_at else None,
                    current.client_cpus[-1] if current.client_cpus else None)
     # A current side of K sessions (the PR measured over K engine launches) averages K draws
@@ -209,23 +211,26 @@ def judge(
 
 
 def _at_main_level(spec: ScenarioSpec, baseline: Side,
-                   policy: Policy) -> tuple[Side, list[str], dict[str, tuple[float, int, str]]]:
-    """The baseline at main's current level, the notes saying how it was read and the spread
-    across main's levels; sweeps and capacity searches are judged on their shapes, whole
-    (``judge/noise/main_level.py``)."""
+                   policy: Policy) -> tuple[Side, list[str], dict[str, tuple[float, int, str]], Side]:
+    """The baseline at main's current level, the notes saying how it was read, the spread
+    across main's levels and the sessions that spread comes from; sweeps and capacity
+    searches are judged on their shapes, whole (``judge/noise/main_level.py``)."""
     commits = [s.environment.provenance.get("git_commit") if s.environment is not None else None
                for s in baseline.sessions]
     if (not policy.main_level or spec.scenario in ("sweep", "capacity")
             or not is_series(baseline.recorded_at, baseline.client_cpus, commits)):
-        return baseline, [], {}
+        return baseline, [], {}, baseline
     defs = metric_defs(spec, policy.tolerance)
     level = main_level(baseline.history, defs)
     if not level.moved:
-        return baseline, [], {}
+        return baseline, [], {}, baseline
     labels = [c or s.recorded_at for c, s in zip(commits, baseline.sessions)]
     notes = level_notes(level, baseline.history, defs, labels)
     kept = [baseline.sessions[i] for i in level.kept]
-    return replace(baseline, sessions=kept), notes, level_spreads(level, baseline.history, defs)
+    spreads = level_spreads(level, baseline.history, defs)
+    pool = [s for i, s in enumerate(baseline.sessions) if i not in level.set_aside]
+    noise = replace(baseline, sessions=pool if spreads else kept)
+    return replace(baseline, sessions=kept), notes, spreads, noise
 
 
 def _json(points: list[FrontierPoint]) -> list[dict[str, Any]]:

@@ -56,6 +56,10 @@ def run_slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
             )
         elif not c.ok:
             note = f"{c.over_limit} of {c.samples} samples over the limit"
+        # No finite value from samples: the percentile's rank falls on a failed request (+∞).
+        infinite = c.value_ms is None and c.samples > 0
+        if infinite:
+            note += f"; P{c.percentile:g} falls on a failed request (+∞)"
         out.append(
             SLOOutcome(
                 name=c.name,
@@ -65,6 +69,7 @@ def run_slo_outcomes(result: RunResult, strict: bool) -> list[SLOOutcome]:
                 # A break needs no early-stopping proof: the run's own samples show it.
                 proven=True if not c.ok else c.proven,
                 note=note,
+                infinite=infinite,
             )
         )
     return out
@@ -77,7 +82,7 @@ def _worse(a: SLOOutcome, b: SLOOutcome, higher_is_worse: bool) -> SLOOutcome:
     if a.proven is not None and b.proven is not None and a.proven != b.proven:
         return b if a.proven else a
     av, bv = a.value, b.value
-    if av is None or bv is None:  # None: no value at all (e.g. every request failed)
+    if av is None or bv is None:  # None: +∞ (a failed request) or no value at all
         return a if av is None else b
     return b if (bv > av) == higher_is_worse and bv != av else a
 

@@ -1,11 +1,10 @@
-"""Headline numbers: the few metrics reports and baseline summaries show for a run or a measurement."""
+"""Headline numbers: the few metrics reports and baseline summaries show for a run or a session."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from pytest_goodput.measure.degradation import session_degradation, to_summary
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.registry import (
     CHUNK_KEY_METRICS,
     IMAGE_KEY_METRICS,
@@ -13,6 +12,7 @@ from pytest_goodput.schema.registry import (
     REASONING_KEY_METRICS,
 )
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Session
 
 
 def lookup(result: RunResult, path: str) -> Optional[float]:
@@ -39,19 +39,20 @@ def key_metrics(result: RunResult) -> dict[str, Optional[float]]:
     return {p: v for p, v in values.items() if v is not None}
 
 
-def measurement_metrics(m: Measurement) -> dict[str, Optional[float]]:
-    """Headline numbers: a run's key metrics, a sweep's best throughput, a capacity."""
-    if m.kind == "capacity" and m.capacity is not None:
+def session_metrics(m: Session) -> dict[str, Optional[float]]:
+    """A fresh session's headline numbers: its last run's key metrics, a sweep's best
+    throughput, a capacity."""
+    if m.capacity is not None:
         return {"capacity.requests_per_s": m.capacity.requests_per_s}
-    if m.kind == "sweep" and m.frontier is not None:
-        front = m.frontier.frontier
+    if m.sweep is not None:
+        front = m.sweep.frontier
         best = max((p.throughput or 0.0 for p in front), default=None)
         out = {"frontier.max_output_tokens_per_s": best, "frontier.points": float(len(front))}
-        sat = m.frontier.saturation
+        sat = m.sweep.saturation
         if sat is not None:  # its step; its load only where it began (None would read as unknown)
             out["sweep.saturation_step"] = float(sat.step)
             if sat.began_at is not None:
                 out["sweep.saturation_load"] = float(sat.began_at)
         return out
     # Time slices: the session's degradation within the run, which later sessions are held to.
-    return {**key_metrics(m.result), **to_summary(session_degradation([r.slices for r in m.runs]))}
+    return {**key_metrics(m.result), **to_summary(session_degradation([r.slices for r in m.results]))}

@@ -32,9 +32,9 @@ from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.environment import REMEASURED
 from pytest_goodput.schema.precedence import pick
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.scenario.arg_errors import quoted_numbers
 from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 from pytest_goodput.interop.readers.imported import is_judging, with_judging
@@ -57,10 +57,10 @@ class GoodputHarness:
         self._engine_getter = engine_getter
         self._progress_stream = progress_stream
         self.spec: Optional[ScenarioSpec] = None
-        self.measurement: Optional[Measurement] = None
+        self.measurement: Optional[Session] = None
         self.engine: Optional[Engine] = None
         self.remeasured_because: list[str] = []
-        self.earlier_sessions: list[Measurement] = []
+        self.earlier_sessions: list[Session] = []
         self.head_planned = 1  # launches the PR side was planned over (judge/sequential/head_launches.py)
         self.notes: list[str] = []
         self._ab_options = ab_options or ABOptions()
@@ -83,7 +83,7 @@ class GoodputHarness:
         spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
         return spec.scaled(settings.scale)
 
-    def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Measurement:
+    def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Session:
         eng = engine or self._engine_getter()
 
         # The runner counts over every repeat, sweep point and probe: progress only moves forward.
@@ -160,7 +160,7 @@ class GoodputHarness:
         self.earlier_sessions, self.measurement = measured[:-1], measured[-1]
         return self.measurement.result
 
-    def _session_major(self, engine: Optional[Engine]) -> list[Measurement]:
+    def _session_major(self, engine: Optional[Engine]) -> list[Session]:
         """One session of a session-major recording: this launch's measurement, kept for the
         last session (an earlier one), or judged with the kept ones (the last)."""
         k = self._session.recording_pass or self._session.sessions_to_record()
@@ -180,7 +180,7 @@ class GoodputHarness:
             self._relaunch(engine, 1, sessions)  # says why the sessions share one process
         return self._kept(measured)
 
-    def _recorded_session(self, engine: Optional[Engine], k: int) -> Measurement:
+    def _recorded_session(self, engine: Optional[Engine], k: int) -> Session:
         """Session ``k`` of a recording: a launch its client still paced after the re-measure
         is replaced by a fresh one while the recording has extra launches
         (``run/launches.py``); outside a recording, the measurement."""
@@ -192,7 +192,7 @@ class GoodputHarness:
                              self._session.launches, k, self._nodeid,
                              say=(lambda line: stream.write(line + "\n")) if stream is not None else None)
 
-    def _kept(self, measured: list[Measurement]) -> list[Measurement]:
+    def _kept(self, measured: list[Session]) -> list[Session]:
         """A recording's sessions to store (its paced ones left out: ``run/launches.py``)."""
         if not self._session.settings.update:
             return measured
@@ -201,7 +201,7 @@ class GoodputHarness:
             self.notes.append(note)
         return kept
 
-    def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Measurement]:
+    def _head_launches(self, engine: Optional[Engine], planned: int) -> list[Session]:
         """The PR measured launch by launch, judged after each, until the test is decided or
         ``planned`` launches are spent (``judge/sequential/head_launches.py``). An engine this process did
         not start cannot be relaunched: its sessions would share one launch, so it gets one
@@ -257,7 +257,7 @@ class GoodputHarness:
         assert last is not None, "an A/B run makes at least one round"
         return last
 
-    def _valid_measurement(self, engine: Optional[Engine]) -> Measurement:
+    def _valid_measurement(self, engine: Optional[Engine]) -> Session:
         """A measurement under the one re-measure rule (``run/remeasure.py``): measured once
         more on this launch if the client set the pace; a second invalid one is kept."""
         assert self.spec is not None
@@ -272,15 +272,15 @@ class GoodputHarness:
             if self._progress_stream is not None:
                 self._progress_stream.write(remeasure_line(self._nodeid, reasons) + "\n")
 
-        def measured() -> Measurement:
+        def measured() -> Session:
             m = self._measure(spec, engine)
             self.notes += m.notes  # sweep points and capacity probes re-measured on the way
             return m
 
-        m = until_valid(measured, lambda m: paced_by_client(m.runs) if m.kind == "runs" else [], again)
+        m = until_valid(measured, lambda m: paced_by_client(m.results) if m.kind == "runs" else [], again)
         if first:
             m.provenance[REMEASURED] = "; ".join(first)
-        note = receive_note(m.runs)
+        note = receive_note(m.results)
         if note and note not in self.notes:  # once per test, not per recorded session
             self.notes.append(note)
         return m
@@ -315,7 +315,7 @@ class GoodputHarness:
         if run is None:
             pytest.fail(redact(message), pytrace=False)
         self.spec = run.result.spec
-        self.measurement = Measurement(spec=run.result.spec, runs=[run.result], source=run.source)
+        self.measurement = Session(spec=run.result.spec, results=[run.result], source=run.source)
         # A file is one session: an earlier pass of a session-major recording would record
         # the same file again as if it were another launch.
         self.pre_pass = self._session.recording_pass is not None
@@ -339,7 +339,7 @@ class GoodputHarness:
         return self._session.judge(self._nodeid, location, self.spec, self.measurement, self.engine,
                                    earlier=self.earlier_sessions, notes=self.notes, planned=self.head_planned)
 
-    def measure(self, engine: Optional[Engine] = None, **overrides: Any) -> Measurement:
+    def measure(self, engine: Optional[Engine] = None, **overrides: Any) -> Session:
         """An extra, ungated measurement (not compared, not recorded)."""
         return self._measure(self._spec(overrides), engine)
 

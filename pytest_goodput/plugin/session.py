@@ -30,7 +30,7 @@ from pytest_goodput.run.launches import Launches
 from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.outcomes.cost import EngineUse
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -50,7 +50,7 @@ class GoodputSession:
         self._cpu_plan: Optional[tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]] = None
         self._placement: Optional[ClientPlacement] = None
         self.outcomes: list[TestOutcome] = []
-        self.measurements: dict[str, Measurement] = {}
+        self.measurements: dict[str, Session] = {}
         self.errors: list[str] = []
         self.written: list[Path] = []
         self.skipped_writes: list[str] = []
@@ -62,7 +62,7 @@ class GoodputSession:
         # any, and each test's measurements from the earlier sessions.
         self.session_major = False
         self.recording_pass: Optional[int] = None
-        self.pre_recorded: dict[str, list[Measurement]] = {}
+        self.pre_recorded: dict[str, list[Session]] = {}
         self.launches = Launches()  # the recording's extra launches (run/launches.py)
         ray_runtime.configure(settings.ray)  # this session's Ray address (None: a local runtime)
 
@@ -207,7 +207,7 @@ class GoodputSession:
         return Policy(compare=s.compare, strict=s.strict, tolerance=s.tolerance, update=s.update)
 
     def sessions_to_record(self) -> int:
-        """Measurements one test makes: ``--goodput-sessions`` when recording, else one."""
+        """Sessions one test makes: ``--goodput-sessions`` when recording, else one."""
         return self.settings.sessions if self.settings.update else 1
 
     def head_launches(self, spec: ScenarioSpec) -> int:
@@ -219,7 +219,7 @@ class GoodputSession:
             return 1
         return s.for_test("head_launches", spec.head_launches)
 
-    def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Measurement],
+    def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Session],
                      engine: Engine) -> bool:
         """Whether the launches measured so far decide the test (no further launch needed)."""
         s = self.settings
@@ -232,9 +232,9 @@ class GoodputSession:
         nodeid: str,
         location: Optional[tuple[str, int]],
         spec: ScenarioSpec,
-        m: Measurement,
+        m: Session,
         engine: Engine,
-        earlier: Optional[list[Measurement]] = None,
+        earlier: Optional[list[Session]] = None,
         notes: Optional[list[str]] = None,
         planned: int = 1,
     ) -> TestOutcome:
@@ -244,21 +244,28 @@ class GoodputSession:
         gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
                      location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
                      earlier=earlier or [], notes=notes or [], planned=planned)
-        if s.update and gated.written:
-            gated.outcome.notes += self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
+        outliers = (self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
+                    if s.update and gated.written else [])
         where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)
-        gated.outcome, errors = history_step(
+        outcome, errors = history_step(  # recording: the history as recorded; else the creep gate
             gated.outcome, spec, [*(earlier or []), m], record=s.update, gate=s.history_gate,
             directory=where if where.is_absolute() else self.rootdir / where,
             tolerance=s.tolerance, window=s.history_window)
         self.errors += errors
         self.written += gated.written
         self.skipped_writes += gated.skipped
-        gated.outcome.cost = self.ledger.test_cost(nodeid)
-        self.outcomes.append(gated.outcome)
-        if gated.outcome.error is None:
+        outcome = self._finished(nodeid, outcome, outliers)
+        if outcome.error is None:
             self.measurements[nodeid] = m
-        return gated.outcome
+        return outcome
+
+    def _finished(self, nodeid: str, outcome: TestOutcome, notes: list[str]) -> TestOutcome:
+        """The test's outcome as reported: its last notes and what it cost added in one copy
+        (the judged outcome is never changed in place)."""
+        outcome = outcome.model_copy(update={"notes": [*outcome.notes, *notes],
+                                             "cost": self.ledger.test_cost(nodeid)})
+        self.outcomes.append(outcome)
+        return outcome
 
     def _outlier_notes(self, nodeid: str, spec: ScenarioSpec, path: Path, recorded: int) -> list[str]:
         """Sessions of the baseline just written that stand out from the others, named with
@@ -280,10 +287,8 @@ class GoodputSession:
         s = self.settings
         outcome = gate_ab(nodeid, measured, base, head, strict=s.strict, hardware=s.hardware,
                           cwd=self.rootdir, location=location, notes=tuple(notes or ()))
-        if s.update:
-            outcome.notes.append("A/B test: compared with its base engine, no baseline recorded")
-        outcome.cost = self.ledger.test_cost(nodeid)
-        self.outcomes.append(outcome)
+        outcome = self._finished(nodeid, outcome, ["A/B test: compared with its base engine, no baseline "
+                                                   "recorded"] if s.update else [])
         if measured.head_runs:
             self.measurements[nodeid] = measured.head
         return outcome

@@ -11,14 +11,14 @@ from typing import Mapping, Optional, Sequence
 
 from pytest_goodput.interop.writers import ExportedTest, ExportError, export, parse_targets
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.store.files import WriteError, write_atomic
 
 
-def session_tests(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Measurement]) -> list[ExportedTest]:
+def session_tests(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Session]) -> list[ExportedTest]:
     """Every judged test with the runs behind its outcome and the environment it ran in."""
-    return [ExportedTest(o.nodeid, tuple(measurements[o.nodeid].runs), o, dict(o.current_env))
+    return [ExportedTest(o.nodeid, tuple(measurements[o.nodeid].results), o, dict(o.current_env))
             for o in outcomes if o.nodeid in measurements]
 
 

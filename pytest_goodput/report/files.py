@@ -11,7 +11,7 @@ from pytest_goodput.report.exports import session_tests, write_exports
 from pytest_goodput.report.github import append_step_summary, emit, in_github_actions
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.schema.outcomes.cost import EngineUse
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.store.files import write_atomic
@@ -32,14 +32,14 @@ class ReportedSession(Protocol):
 
     settings: ReportSettings
     outcomes: Sequence[TestOutcome]
-    measurements: Mapping[str, Measurement]
+    measurements: Mapping[str, Session]
     rootdir: Path
 
     def engine_use(self) -> EngineUse:
         """The session's engine launches and seconds of load."""
 
 
-def session_json(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Measurement],
+def session_json(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Session],
                  engines: Optional[EngineUse] = None) -> str:
     """The ``--goodput-json`` document: every outcome with the runs behind it, and the
     session's engine launches (``engines``, when counted)."""
@@ -49,7 +49,7 @@ def session_json(outcomes: Sequence[TestOutcome], measurements: Mapping[str, Mea
         "tests": [
             {
                 "outcome": o.model_dump(mode="json"),
-                "runs": [r.model_dump(mode="json") for r in measurements[o.nodeid].runs]
+                "runs": [r.model_dump(mode="json") for r in measurements[o.nodeid].results]
                 if o.nodeid in measurements else [],
             }
             for o in outcomes

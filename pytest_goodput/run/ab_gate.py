@@ -17,9 +17,9 @@ from pytest_goodput.judge.attribution import with_attribution
 from pytest_goodput.judge.sequential.ab_outcome import ab_outcome
 from pytest_goodput.run.server import server_summary
 from pytest_goodput.schema.outcomes.ab import ABResult
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.store.fingerprint import collect
 
 
@@ -35,10 +35,10 @@ class ABMeasured:
     last_head_sweep: list[RunResult] = field(default_factory=list)
 
     @property
-    def head(self) -> Measurement:
-        """The head's runs as the test's measurement (the JSON report keeps its records)."""
+    def head(self) -> Session:
+        """The head's runs as the test's session (the JSON report keeps its records)."""
         assert self.result.spec is not None
-        return Measurement(spec=self.result.spec, runs=list(self.head_runs), notes=list(self.result.notes))
+        return Session(spec=self.result.spec, results=list(self.head_runs), notes=list(self.result.notes))
 
 
 def describe(engine: Engine) -> str:

@@ -43,9 +43,8 @@ from typing import Any, Callable, Optional
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.run.remeasure import paced_by_client
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.schema.runs.session import Capacity
+from pytest_goodput.schema.runs.session import Capacity, Session
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: Halvings tried below the start rate when the first probe fails.
@@ -131,7 +130,7 @@ def summarize_search(
     details: Optional[Sequence[dict[str, Any]]] = None,
     stopped: Optional[str] = None,
 ) -> Capacity:
-    """The ``Measurement.capacity``: capacity, its bracket, the target and every probe."""
+    """The ``Session.capacity``: capacity, its bracket, the target and every probe."""
     lo, hi = bracket(history)
     probes = []
     for i, p in enumerate(history):
@@ -168,7 +167,7 @@ def search(
     run_once: RunOnce,
     progress: Optional[ProgressFn] = None,
     plan: Optional[Callable[[Optional[int]], None]] = None,
-) -> Measurement:
+) -> Session:
     """Find the capacity of ``engine`` for ``spec``; every probe's run is kept, in order.
 
     ``plan(n)`` is told after each probe how many probes the search will make in all (None
@@ -200,9 +199,4 @@ def search(
         if plan is not None:
             left = remaining_probes(history, spec)
             plan(None if left is None else len(history) + left)
-    return Measurement(
-        spec=spec,
-        runs=runs,
-        kind="capacity",
-        capacity=summarize_search(history, spec, details, stopped),
-    )
+    return Session(spec=spec, results=runs, capacity=summarize_search(history, spec, details, stopped))

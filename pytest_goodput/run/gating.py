@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from pytest_goodput.engines.engine import Engine
 from pytest_goodput.judge.attribution import with_attribution
-from pytest_goodput.judge.evidence import from_baseline, from_measurement, from_measurements
+from pytest_goodput.judge.evidence import from_baseline, from_session, from_sessions, judged
 from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.interop.readers.side import definition_mismatch
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
@@ -21,9 +21,9 @@ from pytest_goodput.run.launches import refusal
 from pytest_goodput.run.server import from_summary, server_summary, to_summary
 from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.outcomes.shapes import CapacityOutcome
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.store import baseline as store
 from pytest_goodput.store.files import WriteError
@@ -48,7 +48,7 @@ class Gated:
 
 def gate(
     nodeid: str,
-    m: Measurement,
+    m: Session,
     engine: Engine,
     *,
     baseline_dir: Path,
@@ -57,7 +57,7 @@ def gate(
     hardware: Optional[str] = None,
     history: int = DEFAULT_HISTORY,
     cwd: Optional[Path] = None,
-    earlier: Sequence[Measurement] = (),
+    earlier: Sequence[Session] = (),
     notes: Sequence[str] = (),
     planned: int = 1,
 ) -> Gated:
@@ -71,6 +71,7 @@ def gate(
     client paced was already re-measured, replaced or left out (``run/launches.py``).
     """
     spec = m.spec
+    assert spec is not None, "the runner's session carries its spec"
     env = collect(model=engine.model or "?", spec_hash=spec.identity_hash(), hardware=hardware,
                   engine=engine.provenance, cwd=str(cwd) if cwd else None)
     path = store.path_for(baseline_dir, nodeid)
@@ -82,9 +83,8 @@ def gate(
         except store.BaselineError as exc:
             return Gated(TestOutcome(nodeid=nodeid, location=location, scenario=spec.scenario,
                                      error=str(exc), notes=list(notes)))
-    current = from_measurement(m, env, at=store.now_iso())
     # SLOs and client validity are judged on every session's runs, not only the last.
-    current.slo_results = [r for s in (*earlier, m) for r in s.runs]
+    current = from_session(m, env, at=store.now_iso(), slo_results=[r for s in (*earlier, m) for r in s.results])
     baseline = from_baseline(base, spec) if base is not None and base.sessions else None
     if baseline is not None and (why := definition_mismatch(
             baseline, current, [d.path for d in metric_defs(spec, policy.tolerance)])) is not None:
@@ -94,26 +94,26 @@ def gate(
                      update=policy.update)
     decided = True
     if planned > 1 and not policy.update and baseline is not None and m.kind == "runs":
-        head = from_measurements([*earlier, m], env, at=current.recorded_at[-1])
+        head = from_sessions([*earlier, m], env, at=current.recorded_at[-1])
         outcome, decided = judge_look(nodeid, head, baseline, judging, planned, location=location)
     else:
         outcome = judge(nodeid, current, baseline, judging, location=location)
     outcome = with_attribution(outcome.model_copy(update=_sides(m, base, notes=[*outcome.notes, *notes])))
     if not policy.update:
         return Gated(outcome, decided=decided)
-    return _record(path, nodeid, [*(from_measurement(e, env) for e in earlier), current],
-                   [*earlier, m], env, base, outcome, history)
+    return _record(path, nodeid, current, [*(judged(e, env) for e in earlier), *current.sessions],
+                   env, base, outcome, history)
 
 
-def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> dict[str, Any]:
+def _sides(m: Session, base: Optional[BaselineFile], notes: list[str]) -> dict[str, Any]:
     """What reports put side by side beyond the verdicts: the baseline's spec, the engine's
     own metrics and the capacity searches of both runs."""
     latest = base.latest if base is not None and base.sessions else None
-    sketched = {n for n in (sketch_note(r) for r in m.runs) if n is not None}
+    sketched = {n for n in (sketch_note(r) for r in m.results) if n is not None}
     update: dict[str, Any] = {"notes": [*notes, *sorted(sketched)]}
     if latest is not None:
         update["baseline_spec"] = base.spec if base is not None else None
-    current = server_summary(m.runs) if m.kind != "capacity" else {}
+    current = server_summary(m.results) if m.kind != "capacity" else {}
     baseline = from_summary(latest.summary) if latest is not None else {}
     if current or baseline:
         update["server"] = {"current": current or None, "baseline": baseline or None}
@@ -123,29 +123,28 @@ def _sides(m: Measurement, base: Optional[BaselineFile], notes: list[str]) -> di
     return update
 
 
-def _record(path: Path, nodeid: str, sessions: list[Side], measured: list[Measurement], env: Fingerprint,
+def _record(path: Path, nodeid: str, side: Side, sessions: list[Session], env: Fingerprint,
             base: Optional[BaselineFile], outcome: TestOutcome, history: int) -> Gated:
-    """Only valid sessions that met their SLOs become a baseline: all of those given, or none
-    (an invalid session was already re-measured, replaced or left out: ``run/launches.py``);
-    each keeps what that took in its provenance."""
+    """Only valid sessions that met their SLOs become a baseline: all of ``sessions`` (``side``'s
+    launches, judged, oldest first), or none (an invalid session was already re-measured,
+    replaced or left out: ``run/launches.py``); each keeps what that took in its provenance."""
     if not outcome.client_valid:
-        return Gated(outcome, skipped=[refusal(nodeid, measured)])
+        return Gated(outcome, skipped=[refusal(nodeid, sessions)])
     if outcome.slo_failed:
         broken = ", ".join(o.name for o in outcome.slo_failed)
         return Gated(outcome, skipped=[f"{nodeid}: SLO failed ({broken}), baseline not recorded"])
     doc = base
-    for ev, session in zip(sessions, measured):
-        new = ev.sessions[-1]
+    for new in sessions:
         run = new.model_copy(update={
             "recorded_at": store.now_iso(),
-            "environment": env.model_copy(update={"provenance": {**env.provenance, **session.provenance}}),
+            "environment": env.model_copy(update={"provenance": {**env.provenance, **new.provenance}}),
             "summary": {**new.summary, **(to_summary(server_summary(new.results)) if new.capacity is None else {})},
             # Stored: the frontier, not every point (the samples keep them).
             "sweep": new.sweep.model_copy(update={"points": None, "saturation": None}) if new.sweep else None,
         })
         try:
-            doc = store.record(path, nodeid=nodeid, spec=ev.spec.model_dump(mode="json"),
-                               spec_hash=ev.spec_hash, run=run, existing=doc, history=history)
+            doc = store.record(path, nodeid=nodeid, spec=side.spec.model_dump(mode="json"),
+                               spec_hash=side.spec_hash, run=run, existing=doc, history=history)
         except WriteError as exc:  # e.g. a read-only baseline directory: a clean error outcome
             return Gated(outcome.model_copy(update={"error": f"baseline not recorded: {exc}"}))
     note = f"{len(sessions)} session(s) recorded" if len(sessions) > 1 else None

@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 
 from pytest_goodput.judge.changepoints import DEFAULT_WINDOW, ChangePointsUnavailable, Series, creep_gate
 from pytest_goodput.judge.judge import metric_defs
-from pytest_goodput.measure.headline import measurement_metrics
+from pytest_goodput.measure.headline import session_metrics
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.runs.history import HistoryEntry
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store import history as store
 
@@ -66,7 +66,7 @@ def apply_history_gate(outcome: TestOutcome, spec: ScenarioSpec, directory: Path
                                       "trends": [*outcome.trends, *trends]}), read.warnings
 
 
-def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Measurement], *,
+def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Session], *,
                  directory: Path, record: bool, gate: bool, tolerance: Optional[float] = None,
                  window: int = DEFAULT_WINDOW) -> tuple[TestOutcome, list[str]]:
     """What the plugin does with the history after gating one test: in update mode, append
@@ -78,7 +78,7 @@ def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Me
         defs = metric_defs(spec, tolerance)
         tolerances = {d.path: d.tolerance for d in defs}
         try:
-            store.record(directory, outcome.nodeid, [measurement_metrics(m) for m in sessions],
+            store.record(directory, outcome.nodeid, [session_metrics(m) for m in sessions],
                          Fingerprint.from_flat(outcome.current_env), tolerances=tolerances,
                          verdicts={c.metric: c.verdict for c in outcome.comparisons
                                    if c.metric in tolerances})

@@ -12,20 +12,21 @@ from __future__ import annotations
 from typing import Sequence
 
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 
 
-def stop_reason(m: Measurement) -> str:
+def stop_reason(m: Session) -> str:
     """Why and how far: the partial run's own words, or a stop between two runs."""
-    partial = next((r.interrupted for r in reversed(m.runs) if r.interrupted is not None), None)
+    partial = next((r.interrupted for r in reversed(m.results) if r.interrupted is not None), None)
     if partial is not None:
         return partial.describe()
-    return f"interrupted (Ctrl-C) between runs, after {len(m.runs)} complete run(s)"
+    return f"interrupted (Ctrl-C) between runs, after {len(m.results)} complete run(s)"
 
 
-def interrupted_outcome(nodeid: str, m: Measurement, notes: Sequence[str] = ()) -> TestOutcome:
+def interrupted_outcome(nodeid: str, m: Session, notes: Sequence[str] = ()) -> TestOutcome:
     """The outcome of a test whose run was interrupted: an error naming how far it got."""
     why = stop_reason(m)
+    assert m.spec is not None, "the runner's session carries its spec"
     return TestOutcome(nodeid=nodeid, scenario=m.spec.scenario, spec=m.spec.model_dump(mode="json"),
                        interrupted=why, notes=list(notes),
                        error=f"{why}: a partial result, not judged, no baseline written")

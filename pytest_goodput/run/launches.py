@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 
 from pytest_goodput.run.remeasure import TRIES, paced_by_client
 from pytest_goodput.schema.environment import REMEASURED, REPLACES_LAUNCH
-from pytest_goodput.schema.runs.measurement import Measurement
+from pytest_goodput.schema.runs.session import Session
 
 #: Extra engine launches one recording may spend replacing launches its client paced: a
 #: launch a client stalled on twice points at the machine, not a hiccup; two fresh launches
@@ -51,15 +51,15 @@ class Launches:
         return self.extra - len(self.replaced)
 
 
-def session_reasons(m: Measurement) -> list[str]:
+def session_reasons(m: Session) -> list[str]:
     """Why the client set the pace of a session (sweeps and capacity searches re-measure their
     own points and probes: their validity is judged per run, not here)."""
-    return paced_by_client(m.runs) if m.kind == "runs" else []
+    return paced_by_client(m.results) if m.kind == "runs" else []
 
 
-def valid_session(measure: Callable[[], Measurement], relaunch: Optional[Callable[[], None]],
+def valid_session(measure: Callable[[], Session], relaunch: Optional[Callable[[], None]],
                   launches: Launches, session: int, who: str = "",
-                  say: Optional[Callable[[str], None]] = None) -> Measurement:
+                  say: Optional[Callable[[str], None]] = None) -> Session:
     """Session ``session`` (1-based) of a recording: ``measure()`` (re-measured on its launch
     by the one rule), then, while its client still set the pace and the recording has extra
     launches left, ``relaunch()`` and measure it on the fresh launch; ``say`` hears why at
@@ -80,7 +80,7 @@ def valid_session(measure: Callable[[], Measurement], relaunch: Optional[Callabl
     return m
 
 
-def kept_sessions(sessions: Sequence[Measurement]) -> tuple[list[Measurement], Optional[str]]:
+def kept_sessions(sessions: Sequence[Session]) -> tuple[list[Session], Optional[str]]:
     """The sessions a recording stores, and the test's note on what keeping them valid took
     (None: nothing): a session its client still paced is left out when at least
     :data:`MIN_KEPT` others are valid; with fewer, all are returned (and refused by the gate,
@@ -105,9 +105,9 @@ def kept_sessions(sessions: Sequence[Measurement]) -> tuple[list[Measurement], O
     return kept, "; ".join(parts)
 
 
-def refusal(nodeid: str, sessions: Sequence[Measurement]) -> str:
+def refusal(nodeid: str, sessions: Sequence[Session]) -> str:
     """Why a recording whose client still set the pace is not stored, and what to change."""
-    invalid = [(k, m, why) for k, m in enumerate(sessions, 1) if (why := paced_by_client(m.runs))]
+    invalid = [(k, m, why) for k, m in enumerate(sessions, 1) if (why := paced_by_client(m.results))]
     where = ", ".join(f"session {k}" for k, _, _ in invalid) or "a session"
     first = invalid[0][2] if invalid else ["client health check failed"]
     tried = (f"re-measured on its launch and on up to {MAX_EXTRA_LAUNCHES} replacement launches "

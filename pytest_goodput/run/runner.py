@@ -22,9 +22,8 @@ from pytest_goodput.measure.saturation import point_saturation, saturation_recor
 from pytest_goodput.run.capacity import search
 from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.server import GaugeSampler, GaugeScraper
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.schema.runs.session import Sweep
+from pytest_goodput.schema.runs.session import Session, Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 #: ``stage("point 2/4: concurrency 16")``: which run of a measurement is under way.
@@ -129,24 +128,24 @@ def point_spec(spec: ScenarioSpec, value: float) -> ScenarioSpec:
 def measure(
     spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None,
     stage: Optional[StageFn] = None,
-) -> Measurement:
-    """Run ``spec`` as its scenario asks and return every run it made.
+) -> Session:
+    """Run ``spec`` as its scenario asks and return every run it made, as one fresh session.
 
     ``progress(done, total)`` counts requests over the whole measurement (total 0: unknown);
     ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
     Ctrl-C raises ``RunInterrupted``, a worker that crashed or hung ``RunStopped``, with a
-    ``Measurement`` of the runs made so far, the last one partial (marked ``interrupted``).
+    ``Session`` of the runs made so far, the last one partial (marked ``interrupted``).
     """
     spec = with_trace_digest(spec)
     try:
         return _measure(spec, engine, progress, stage)
     except (RunInterrupted, RunStopped) as exc:  # the runs made so far, the last one partial
         runs = exc.partial if isinstance(exc.partial, list) else []
-        raise exc.again(Measurement(spec=spec, runs=runs)) from None
+        raise exc.again(Session(spec=spec, results=runs)) from None
 
 
 def _measure(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn],
-             stage: Optional[StageFn]) -> Measurement:
+             stage: Optional[StageFn]) -> Session:
     if spec.scenario == "sweep":
         return sweep(spec, engine, progress, stage)
     if spec.scenario == "capacity":
@@ -164,11 +163,11 @@ def _measure(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn],
     tracker = Tracker(progress, spec.repeats, stage if spec.repeats > 1 else None)
     # Repeats share the seed: same prompts and schedule, so their spread is run-to-run noise.
     runs = [tracker.run("repeat", lambda p: run_once(spec, engine, p)) for _ in range(spec.repeats)]
-    return Measurement(spec=spec, runs=runs)
+    return Session(spec=spec, results=runs)
 
 
 def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = None,
-          stage: Optional[StageFn] = None) -> Measurement:
+          stage: Optional[StageFn] = None) -> Session:
     """Each point in turn; by default the sweep stops after the first point past saturation
     (``measure/saturation.py``): the loads above it are skipped and named in the result."""
     assert spec.sweep is not None
@@ -194,10 +193,5 @@ def sweep(spec: ScenarioSpec, engine: Engine, progress: Optional[ProgressFn] = N
                      f"{len(saturation.skipped)} point(s), ~{saved:.0f} s of load")
     points = [point_from_result(r, spec.frontier_percentile, spec.gpus) for r in runs]
     front = pareto_frontier(points)
-    return Measurement(
-        spec=spec,
-        runs=runs,
-        kind="sweep",
-        notes=notes,
-        frontier=Sweep(points=points, frontier=front, saturation=saturation),
-    )
+    return Session(spec=spec, results=runs, notes=notes,
+                   sweep=Sweep(points=points, frontier=front, saturation=saturation))

@@ -197,15 +197,25 @@ def main_level(sessions: Sessions, defs: Sequence[MetricDef]) -> MainLevel:
 def level_spreads(level: MainLevel, sessions: Sessions,
                   defs: Sequence[MetricDef]) -> dict[str, tuple[float, int, str]]:
     """(s, ν, note) by metric: the session-to-session spread of every session not set aside,
-    each segment between steps centred on its own level (ν = sessions − segments). A step
-    moves main's level, not its noise: the sessions before it still measure the noise, so the
-    few sessions since it set the level without costing the verdict its power."""
+    each segment between steps centred on its own level (ν = sessions − segments), then as
+    the steps read it: the measured SD or, when larger, the one pooled with the metric's prior
+    launch and day-to-day spread (``run_cv`` and ``day_cv``: a series' sessions are one a
+    sitting; worth ``PRIOR_RUNS`` sessions), always on ν + ``PRIOR_RUNS``
+    degrees of freedom (the verdict takes it as it is: ``spread._within_sitting`` with no
+    prior runs of its own). A step moves main's level, not its noise: the sessions before it
+    still measure the noise, so the few sessions since it set the level without costing the
+    verdict its power; centring each level on its own costs a degree of freedom per level,
+    which the prior's pseudo-sessions give back (docs/statistics.md, "Main's level")."""
     pool = [i for i in range(level.sessions) if i not in level.set_aside]
     cuts = sorted({s.at for s in level.steps})
     if not cuts:
         return {}
     segments = [[i for i in pool if lo <= i < hi] for lo, hi in zip([0] + cuts, cuts + [level.sessions])]
     segments = [g for g in segments if g]
+    # One session since the step: the level is that session's, one draw of the launch and the
+    # day, so Var(d) = 2σ² and the verdict says what sets it (the next push adds a second).
+    alone = (f"; main's current level rests on the one session since its step (session {level.since + 1}): "
+             f"the next push on main adds a second") if len(level.kept) == 1 else ""
     out: dict[str, tuple[float, int, str]] = {}
     for d in defs:
         scale = scale_of(d.path)
@@ -224,9 +234,10 @@ def level_spreads(level: MainLevel, sessions: Sessions,
         else:
             nu = n - len(segments)
             if nu >= 1:
-                sd = math.sqrt(ss / nu)
-                out[d.path] = (sd, nu, f"run-to-run spread {fmt_on_scale(scale, sd)} across {n} baseline "
-                                       f"sessions, each of main's levels centred on its own")
+                sd, df = _sigma(ss, nu, _prior(d, 1.0, scale), PRIOR_RUNS)
+                out[d.path] = (sd, int(df), f"run-to-run spread {fmt_on_scale(scale, sd)} across {n} baseline "
+                                            f"sessions, each of main's levels centred on its own, with the "
+                                            f"prior's {PRIOR_RUNS:g} sessions{alone}")
     return out
 
 

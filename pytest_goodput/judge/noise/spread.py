@@ -127,6 +127,8 @@ def _within_sitting(within_sd: float, machine_sd: float, s: Optional[float], nu:
     if s is None or nu < 1:  # ν = 0: a plan's one session, its spread measured elsewhere
         return prior, prior_runs
     measured = s**2 * k
+    if prior_runs <= 0:  # the spread already holds its prior (main's levels): this run's own
+        return max(measured, within_sd**2), float(nu)  # request-level noise is the floor
     if measured > prior:
         # The sessions say this machine is noisier than the prior assumes: the prior must not
         # talk the spread down, so the data alone decide (with their own few degrees of freedom).

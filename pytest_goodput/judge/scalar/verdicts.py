@@ -215,7 +215,8 @@ def _judge_values(defn: MetricDef, sessions: Sessions, base_runs: list[Samples],
                 machine=registry.metric(path).run_cv if run_cv is None else run_cv,
                 spread=(s, nu), sessions=len(sessions), confidence=confidence,
                 current_sessions=current_sessions,
-                prior_runs=prior_runs, significance=significance, method=method, note=note,
+                prior_runs=0.0 if spread is not None else prior_runs, significance=significance,
+                method=method, note=note,
                 can_be_underpowered=path != "error_rate", power_alpha=power_alpha, day=day)
 
 
@@ -289,7 +290,10 @@ def rule(defn: MetricDef, *, base: float, cur: float, change: float, d: float, s
     # the request count (0 failures in 300 cannot prove a rate below ~1.5 %), so it is never
     # called underpowered — the max_error_rate SLO is what holds it to a limit.
     if verdict in ("pass", "inconclusive") and at_least > defn.tolerance and can_be_underpowered:
-        args = (within_worse, machine, s, sessions, scale, defn.direction, defn.tolerance, confidence, prior_runs, day, k)
+        # What more sessions or launches would do, with the prior worth its pseudo-sessions again
+        # (``prior_runs`` 0: this spread already held it; the suggestion adds sessions to it).
+        args = (within_worse, machine, s, sessions, scale, defn.direction, defn.tolerance, confidence,
+                prior_runs if prior_runs > 0 else PRIOR_RUNS, day, k)
         need = sessions_needed(*args) if math.isfinite(within_worse) else None
         more = launches_needed(*args) if math.isfinite(within_worse) and not need else None
         fix = (f"record {need - sessions} more baseline session(s) ({need} in all)" if need

@@ -16,14 +16,13 @@ from pytest_goodput.judge.identity import what_changed
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
-from pytest_goodput.measure.headline import key_metrics, measurement_metrics
+from pytest_goodput.measure.headline import key_metrics, session_metrics
 from pytest_goodput.schema.outcomes.ab import ABResult
 from pytest_goodput.schema.outcomes.ab_summary import ABSummary
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.measurement import Measurement
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.schema.runs.session import Sweep
+from pytest_goodput.schema.runs.session import Session, Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
@@ -50,7 +49,7 @@ def _frontiers(spec: ScenarioSpec, result: ABResult,
     (_, base_front), (head_points, head_front) = sides
     frontier = {"points": head_points, "current": head_front, "baseline": base_front,
                 "comparison": {"by_load": list(result.points)}}
-    key = [measurement_metrics(Measurement(spec=spec, runs=list(runs), kind="sweep", frontier=Sweep(frontier=f)))
+    key = [session_metrics(Session(spec=spec, results=list(runs), sweep=Sweep(frontier=f)))
            for runs, (_, f) in zip(sweeps, sides)]
     return frontier, key[1], key[0]
 

@@ -53,7 +53,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a run that kept what it had measured: ``partial``. Each layer that
     catches it raises it again with its own view of the run so far (the coordinator's
-    ``RunOutput``, the scenario's ``RunResult``, the runner's runs, then a ``Measurement``),
+    ``RunOutput``, the scenario's ``RunResult``, the runner's runs, then a ``Session``),
     so whoever reports it can write the evidence (``docs/decisions.md``, "An interrupted run
     leaves its evidence"). A ``KeyboardInterrupt`` still: whoever does not look for it stops."""
 

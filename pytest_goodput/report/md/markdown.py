@@ -121,7 +121,7 @@ def _slo_table(o: TestOutcome) -> str:
         rows.append([
             escape_cell(label),
             fmt_value(s.limit, unit, with_unit=True),
-            fmt_value(s.value, unit, with_unit=True),
+            fmt_value(s.value, unit, missing="+∞" if s.infinite else "–", with_unit=True),
             "✅" if s.ok else "❌",
             proven,
             escape_cell(s.note),

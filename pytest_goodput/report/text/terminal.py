@@ -227,7 +227,7 @@ def _without_outliers(o: TestOutcome) -> TestOutcome:
 def _slo_line(s: SLOOutcome) -> str:
     label, unit = metric_info(s.name)
     limit = fmt_value(s.limit, unit, with_unit=True)
-    value = fmt_value(s.value, unit, missing="no value", with_unit=True)
+    value = fmt_value(s.value, unit, missing="+∞" if s.infinite else "no value", with_unit=True)
     proof = ""
     if s.proven is not None and not s.note:
         proof = "; proven" if s.proven else "; not proven"

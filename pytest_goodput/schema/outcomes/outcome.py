@@ -39,6 +39,8 @@ class SLOOutcome(_Model):
     ok: bool
     proven: Optional[bool] = None
     note: str = ""
+    #: The percentile falls on a failed request: its value is +∞ (``value`` is then None).
+    infinite: bool = False
 
 
 class TestOutcome(_Model):

@@ -3,17 +3,23 @@
 A fresh measurement, a stored baseline's session and a result read back from a file are the
 same :class:`Session`; the judge reads a list of them (``schema/runs/side.py``). Its typed
 shapes are the sweep (points, frontier, where saturation began) and the capacity search.
+The runner returns one (``run/runner.py``) with its spec, runs and notes; what is derived
+from the runs (samples, summary, degradation) is filled in when it is judged
+(``judge/evidence.py``). Nothing a fresh session carries beyond the stored fields is written
+to a baseline file.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import warnings
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint, LoadKind
 from pytest_goodput.schema.runs.results import RunResult, Samples
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 
 class _Model(BaseModel):
@@ -104,11 +110,17 @@ class ResultSource(_Model):
         default_factory=dict, description="metric -> the definition the file's values follow")
 
 
+#: What a session measured: repeats of one load, a sweep's points or a capacity search's probes.
+SessionKind = Literal["runs", "sweep", "capacity"]
+
+
 class Session(_Model):
     """One engine launch's measurement of one test, fresh or stored.
 
     ``samples`` holds one entry per repeat, sweep point or capacity probe; ``results`` the
-    full run results of a fresh session (never stored).
+    full run results of a fresh session. ``spec``, ``results``, ``notes``, ``provenance``
+    and ``degradation`` are never stored: a baseline file keeps its spec once, beside its
+    sessions, and each session's provenance inside its ``environment``.
     """
 
     recorded_at: Optional[str] = Field(None, description="ISO 8601; None when unknown")
@@ -124,6 +136,13 @@ class Session(_Model):
         description="metric path -> (degradation within the run, its SD)")
     results: list[RunResult] = Field(default_factory=list, exclude=True)
     source: Optional[ResultSource] = Field(None, description="set when imported from another tool's file")
+    #: Fresh sessions only (never stored): the spec that was run, what the run did on the way
+    #: (re-measured points, a stopped sweep), and what keeping it valid took
+    #: (``environment.SESSION_FACTS``: re-measured, a replaced launch), which recording
+    #: stores in the session's ``environment.provenance``.
+    spec: Optional[ScenarioSpec] = Field(None, exclude=True)
+    notes: list[str] = Field(default_factory=list, exclude=True)
+    provenance: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @model_serializer(mode="wrap")
     def _without_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -132,6 +151,23 @@ class Session(_Model):
         if out.get("source", 1) is None:
             del out["source"]
         return out
+
+    @property
+    def kind(self) -> SessionKind:
+        """A capacity search, a sweep, or repeats of one load."""
+        return "capacity" if self.capacity is not None else "sweep" if self.sweep is not None else "runs"
+
+    @property
+    def result(self) -> RunResult:
+        """The headline run: the last repeat, the highest-load sweep point measured, the last probe."""
+        return self.results[-1]
+
+    @property
+    def runs(self) -> list[RunResult]:
+        """Deprecated: ``results`` (the name ``Measurement.runs`` had; it warns and will go)."""
+        warnings.warn("Session.runs (formerly Measurement.runs) is deprecated: use Session.results",
+                      DeprecationWarning, stacklevel=2)
+        return self.results
 
     @property
     def summary_only(self) -> bool:

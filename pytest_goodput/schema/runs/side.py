@@ -1,6 +1,6 @@
 """One side of a comparison as the judge reads it: a test's spec and its sessions, oldest first.
 
-The plugin builds it from a fresh measurement, the ``compare`` CLI from files, either side
+The plugin builds it from the runner's fresh session, the ``compare`` CLI from files, either side
 from a baseline; the judge sees only this, so the gate and the CLI cannot disagree. What the
 judge reads per session (when, where, samples, degradation, saturation, capacity) is read off
 the sessions, never kept beside them.
@@ -20,7 +20,7 @@ from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 @dataclass
 class Side:
-    """A test's sessions (a fresh measurement is one; a baseline keeps several)."""
+    """A test's sessions (a gate measures one or one per launch; a baseline keeps several)."""
 
     spec: ScenarioSpec
     spec_hash: str
