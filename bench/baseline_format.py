@@ -38,6 +38,19 @@ def _npz(runs: list[Samples]) -> bytes:
     return buf.getvalue()
 
 
+def version1_text(doc: store.BaselineFile) -> str:
+    """The version-1 file of ``doc`` (samples inline, ``indent=1``), byte for byte what the
+    store wrote before version 2: the figure "before" for sizes and re-record diffs."""
+    v1 = {"kind": doc.kind, "schema_version": 1, "nodeid": doc.nodeid, "spec": doc.spec,
+          "spec_hash": doc.spec_hash,
+          "runs": [{**s.model_dump(mode="json", exclude={"samples", "sweep", "capacity"}),
+                    "samples": [x.model_dump(mode="json") for x in s.samples],
+                    "frontier": [p.model_dump(mode="json") for p in s.sweep.frontier] if s.sweep else None,
+                    "capacity": s.capacity.as_dict() if s.capacity else None}
+                   for s in doc.sessions]}
+    return json.dumps(v1, indent=1) + "\n"
+
+
 def _time(fn, repeat: int = 50) -> float:
     out = []
     for _ in range(repeat):
@@ -57,14 +70,7 @@ def main(directory: Path, originals: Path | None = None) -> None:
         doc = store.load(path)
         if doc is None:
             continue
-        v1 = {"kind": doc.kind, "schema_version": 1, "nodeid": doc.nodeid, "spec": doc.spec,
-              "spec_hash": doc.spec_hash,
-              "runs": [{**s.model_dump(mode="json", exclude={"samples", "sweep", "capacity"}),
-                        "samples": [x.model_dump(mode="json") for x in s.samples],
-                        "frontier": [p.model_dump(mode="json") for p in s.sweep.frontier] if s.sweep else None,
-                        "capacity": s.capacity.as_dict() if s.capacity else None}
-                       for s in doc.sessions]}
-        v1_text = json.dumps(v1, indent=1) + "\n"
+        v1_text = version1_text(doc)
         v1_bytes = len(v1_text)
         v2_bytes = path.stat().st_size if doc.schema_version == 2 else 0
         gz = samples_file.encode([list(s.samples) for s in doc.sessions])

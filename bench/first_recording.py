@@ -11,6 +11,9 @@ command its exit status, wall time, the engine launches and seconds of load the 
 ``--re-record N`` then records again (``--goodput-sessions N``, the history keeping five) and
 prints the baseline files' sizes after the first recording and ``git diff --stat`` of the
 re-record: what a reviewer reads when a baseline is committed (N = 1: a push's one session).
+Beside them, the same two recordings rendered as version-1 files (samples inline, ``indent=1``,
+``baseline_format.version1_text``) under ``v1/`` in the same commits: the diff before the
+compact format, of the same measurements.
 
 ``--time-scale`` stretches the simulator's steps (``GOODPUT_SIM_TIME_SCALE``): fewer tokens a
 second for the client to read on a busy machine, the same arrivals, so the same seconds of load.
@@ -20,14 +23,11 @@ The figures are what the README's "what it costs" sentence states (docs/performa
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Optional
+
+from rerecord_diff import git, rerecord, run  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,36 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def readme_gate() -> str:
     """The README's gate as written: the first python block."""
     return re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
-
-
-def run(cwd: Path, *args: str, time_scale: Optional[float] = None) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "GOODPUT_SIM_SLOWDOWN")}
-    if time_scale is not None:
-        env["GOODPUT_SIM_TIME_SCALE"] = str(time_scale)
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "perf", "-p", "no:cacheprovider", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    out = proc.stdout + proc.stderr
-    cost = next((ln.strip() for ln in out.splitlines() if ln.strip().startswith("cost:")), "cost: ?")
-    summary = out.strip().splitlines()[-1] if out.strip() else ""
-    verdict = next((ln for ln in out.splitlines() if ln.startswith("goodput: ")), "goodput: ?")
-    print(f"pytest perf {' '.join(args)}: exit {proc.returncode}, wall {wall:.0f} s; {cost}; {verdict}; "
-          f"{summary.strip('= ')}", flush=True)
-    for line in out.splitlines():
-        if line.lstrip().startswith(("invalid run", "note: re-measured", "baseline NOT written")):
-            print("   ", line.strip()[:300], flush=True)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-def sizes(cwd: Path) -> None:
-    """Bytes of each baseline file (the reviewable JSON and its samples) under ``perf/.goodput``."""
-    for p in sorted((cwd / "perf" / ".goodput").rglob("*")):
-        if p.is_file() and "baselines" in p.parts:
-            print(f"    {p.relative_to(cwd)}: {p.stat().st_size:,} bytes", flush=True)
 
 
 def main() -> None:
@@ -81,14 +51,9 @@ def main() -> None:
         run(Path(tmp), "--goodput-update-baseline", time_scale=ns.time_scale)
         run(Path(tmp), "--goodput-baseline", time_scale=ns.time_scale)
         if ns.re_record:
-            sizes(Path(tmp))
             git(Path(tmp), "init", "-q")
-            git(Path(tmp), "add", "-A")
-            git(Path(tmp), "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "record")
-            run(Path(tmp), "--goodput-update-baseline", f"--goodput-sessions={ns.re_record}",
-                "--goodput-history=5", time_scale=ns.time_scale)
-            git(Path(tmp), "add", "-A")
-            print(git(Path(tmp), "diff", "--cached", "--stat"), flush=True)
+            rerecord(Path(tmp), f"--goodput-sessions={ns.re_record}", "--goodput-history=5",
+                     time_scale=ns.time_scale)
 
 
 if __name__ == "__main__":
