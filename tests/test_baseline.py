@@ -127,3 +127,17 @@ def test_identity_ignores_new_fields_at_default_and_gate_settings():
     assert a.identity() == {"scenario": "server", "rate": 5.0, "requests": 200, "ttft_ms": 100.0}
     b = build_spec({"rate": 5, "ttft_ms": 100, "max_error_rate": 0.1, "workers": 2, "tolerance": 0.2})
     assert a.identity_hash() == b.identity_hash()
+
+
+def test_an_older_session_keeps_its_own_numbers_not_the_engines_view():
+    """Only the newest stored session keeps the engine's clocks and gauges (the report shows the
+    newest's); the acceptance rate, judged per session, stays on every one."""
+    from pytest_goodput.run.server import without_server_view
+    from pytest_goodput.schema.runs.session import Session
+
+    s = Session(summary={"metrics.ttft_ms.p50": 12.0, "server.engine_ttft_mean_ms": 10.0,
+                         "server.running_max": 4.0, "server.spec_decode_acceptance_rate": 0.7})
+    assert without_server_view(s).summary == {"metrics.ttft_ms.p50": 12.0,
+                                              "server.spec_decode_acceptance_rate": 0.7}
+    plain = Session(summary={"metrics.ttft_ms.p50": 12.0})
+    assert without_server_view(plain) is plain

@@ -62,6 +62,10 @@ def test_planted_client_delay_is_not_the_engine_and_a_slower_engine_is(pytester,
     pytester.makepyfile(test_perf=TEST)
     pytester.runpytest("-p", "no:cacheprovider", f"--goodput-url={sim_url}", "--goodput-update-baseline",
                        "--goodput-sessions=3").assert_outcomes(passed=1)
+    # Only the newest stored session keeps the engine's own view (the report shows its):
+    # the older ones keep their own numbers, not the engine's clock and gauges.
+    stored = json.loads((pytester.path / ".goodput/baselines/test_perf/test_chat.json").read_text())["sessions"]
+    assert [any(k.startswith("server.engine_") for k in s["summary"]) for s in stored] == [False, False, True]
 
     with delay_proxy(sim_url, 0.15) as url:
         (tmp_path / "a").mkdir()

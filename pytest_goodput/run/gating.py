@@ -18,7 +18,7 @@ from pytest_goodput.interop.readers.side import definition_mismatch
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.launches import refusal
-from pytest_goodput.run.server import from_summary, server_summary, to_summary
+from pytest_goodput.run.server import from_summary, server_summary, to_summary, without_server_view
 from pytest_goodput.schema.runs.baseline import DEFAULT_HISTORY, BaselineFile
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
@@ -144,7 +144,8 @@ def _record(path: Path, nodeid: str, side: Side, sessions: list[Session], env: F
         })
         try:
             doc = store.record(path, nodeid=nodeid, spec=side.spec.model_dump(mode="json"),
-                               spec_hash=side.spec_hash, run=run, existing=doc, history=history)
+                               spec_hash=side.spec_hash, run=run, existing=doc, history=history,
+                               older=without_server_view)  # the report shows the newest's
         except WriteError as exc:  # e.g. a read-only baseline directory: a clean error outcome
             return Gated(outcome.model_copy(update={"error": f"baseline not recorded: {exc}"}))
     note = f"{len(sessions)} session(s) recorded" if len(sessions) > 1 else None

@@ -21,6 +21,7 @@ from pytest_goodput.judge.attribution import with_attribution
 from pytest_goodput.measure.clocks.summary import clock_summary
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.results import RunResult
+from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.side import Side
 
 #: Seconds between scrapes during a run: enough samples for a mean, little load on client and engine.
@@ -153,6 +154,19 @@ def server_summary(runs: Sequence[RunResult]) -> dict[str, float]:
 def to_summary(server: Mapping[str, float]) -> dict[str, Optional[float]]:
     """Server numbers as a baseline run's ``summary`` keeps them (``server.<key>``)."""
     return {PREFIX + k: v for k, v in server.items()}
+
+
+#: Server numbers every stored session keeps (judged per session); the others only the newest.
+PER_SESSION = frozenset({"spec_decode_acceptance_rate"})
+
+
+def without_server_view(session: Session) -> Session:
+    """``session`` as an older session of a baseline keeps it: the engine's own view (its
+    gauges and clocks: the report shows the newest session's) dropped, what is judged per
+    session kept."""
+    kept = {k: v for k, v in session.summary.items()
+            if not k.startswith(PREFIX) or k[len(PREFIX):] in PER_SESSION}
+    return session if len(kept) == len(session.summary) else session.model_copy(update={"summary": kept})
 
 
 def from_summary(summary: Mapping[str, Optional[float]]) -> dict[str, float]:

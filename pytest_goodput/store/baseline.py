@@ -18,7 +18,7 @@ import re
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from pydantic import ValidationError
 
@@ -228,8 +228,10 @@ def record(
     run: Session,
     existing: Optional[BaselineFile],
     history: int = DEFAULT_HISTORY,
+    older: Optional[Callable[[Session], Session]] = None,
 ) -> BaselineFile:
-    """Append session ``run`` to the history (a new identity starts a new history) and save it.
+    """Append session ``run`` to the history (a new identity starts a new history) and save it;
+    ``older`` rewrites each kept session but ``run`` (what only the newest one keeps).
 
     Merge-safe: under an exclusive lock on the baseline's directory the baseline is
     re-read, ``run`` appended and the files written atomically, so concurrent recorders on
@@ -247,6 +249,8 @@ def record(
         if existing is not None and existing.spec_hash == spec_hash:
             runs = [r for r in existing.sessions
                     if (r.environment.identity if r.environment is not None else None) == identity]
+        if older is not None:
+            runs = [older(r) for r in runs]
         runs = (runs + [run])[-max(history, 1) :]
         return write(path, BaselineFile(nodeid=nodeid, spec=spec, spec_hash=spec_hash, sessions=runs))
 
