@@ -116,8 +116,8 @@ def test_a_session_still_paced_on_its_replacement_launches_is_left_out_and_the_v
     assert ["replaces launch" in r["environment"]["provenance"] for r in runs] == [False] * 4
     outcome = doc["tests"][0]["outcome"]
     assert outcome["baseline_status"] == "updated" and outcome["client_valid"]
-    note = ("recording kept what is valid: 4 of 5 sessions valid; 4 stored; left out, the client set the "
-            f"pace of them even on a replacement launch: session 3 ({STALL})")
+    note = ("recording kept what is valid: 4 of 5 sessions valid; 4 stored; left out, the client set "
+            f"their pace on every try: session 3 ({STALL})")
     assert any(n.startswith(note) for n in outcome["notes"]), outcome["notes"]
     res.stdout.fnmatch_lines([f"*{note}*"])
 
@@ -159,8 +159,8 @@ def test_the_recording_note_counts_valid_sessions_and_names_what_each_took() -> 
     kept, note = kept_sessions(sessions)
     assert kept == [sessions[0], sessions[1], sessions[2], sessions[4]]  # the paced one left out
     assert note == (
-        f"recording kept what is valid: 4 of 5 sessions valid; 4 stored; left out, the client set the pace "
-        f"of them even on a replacement launch: session 4 ({STALL}); re-measured on their launch (the "
+        f"recording kept what is valid: 4 of 5 sessions valid; 4 stored; left out, the client set their "
+        f"pace on every try: session 4 ({STALL}); re-measured on their launch (the "
         "client set the pace): session 2, session 4; launch replaced (the client set the pace on it "
         "twice), earlier sessions kept: session 3")
     both = [_m(True), _m(True)]

@@ -95,8 +95,8 @@ def kept_sessions(sessions: Sequence[Session]) -> tuple[list[Session], Optional[
         return kept, None
     parts = [f"{RECORDING_NOTE}: {valid} of {len(sessions)} sessions valid"]
     if drop:
-        parts.append(f"{valid} stored; left out, the client set the pace of them even on a replacement "
-                     "launch: " + ", ".join(f"session {k} ({'; '.join(why)})" for k, why in paced.items()))
+        parts.append(f"{valid} stored; left out, the client set their pace on every try: "
+                     + ", ".join(f"session {k} ({'; '.join(why)})" for k, why in paced.items()))
     if remeasured:
         parts.append(f"re-measured on their launch (the client set the pace): {', '.join(remeasured)}")
     if replaced:
