@@ -43,7 +43,7 @@ from pytest_goodput.report.vocabulary import (
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.run.ab import ab_metrics, run_ab
-from pytest_goodput.run.ab_gate import describe
+from pytest_goodput.run.gating import describe
 from pytest_goodput.schema.outcomes.ab import ABResult
 from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.sim.profile import SimProfileError, checked_knobs

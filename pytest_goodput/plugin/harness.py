@@ -23,7 +23,7 @@ from pytest_goodput.plugin.spec import current, spec_with_overrides
 from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.report.text.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
-from pytest_goodput.run.ab_gate import ABMeasured
+from pytest_goodput.run.gating import ABMeasured
 from pytest_goodput.run.interrupted import interrupted_outcome
 from pytest_goodput.run.launches import kept_sessions, valid_session
 from pytest_goodput.run.remeasure import paced_by_client, until_valid
