@@ -51,7 +51,8 @@ def collected_spec(marker_args: dict[str, Any], settings: Settings,
     return spec.scaled(settings.scale), args, options
 
 
-def spec_with_overrides(args: dict[str, Any], overrides: dict[str, Any], settings: Settings, where: str) -> ScenarioSpec:
+def spec_with_overrides(args: dict[str, Any], overrides: dict[str, Any], settings: Settings,
+                        where: str) -> ScenarioSpec:
     """The spec of a test's marker arguments with a run's keyword ``overrides`` (or of a test
     with no marker)."""
     if quoted := quoted_numbers(overrides, ScenarioSpec):  # as the marker's are refused
