@@ -226,8 +226,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _refuse(config: pytest.Config, items: list[pytest.Item], problems: list[tuple[pytest.Item, str]]) -> None:
-    """Each test with bad marker arguments is a collection error of its own, as an import error
-    is: listed under ERRORS, counted in the summary line, and the session stops before any
+    """Each test with bad marker arguments (or a bad trace file) is a collection error of its
+    own, as an import error is: listed under ERRORS, counted in the summary line, and the session stops before any
     test runs (exit 2; ``--continue-on-collection-errors`` runs the others)."""
     bad = {id(item) for item, _ in problems}
     items[:] = [i for i in items if id(i) not in bad]
