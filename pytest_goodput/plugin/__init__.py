@@ -27,13 +27,15 @@ if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.plugin.harness import GoodputHarness
     from pytest_goodput.plugin.session import GoodputSession
+    from pytest_goodput.schema.scenario.spec import ScenarioSpec
     from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 MARKER = "goodput"
 _settings_key = pytest.StashKey[Settings]()
 _collected_key = pytest.StashKey["_Collected"]()
 _session_key = pytest.StashKey["GoodputSession"]()
-_spec_args_key = pytest.StashKey[dict]()
+_spec_args_key = pytest.StashKey[dict]()  # the marker's arguments: for overrides and judge_file
+_spec_key = pytest.StashKey["ScenarioSpec"]()  # the test's spec, built once at collection
 _ab_key = pytest.StashKey[Any]()  # the marker's A/B options (schema.ab_options.ABOptions)
 _harness_key = pytest.StashKey["GoodputHarness"]()
 _machine_checked_key = pytest.StashKey[bool]()
@@ -51,11 +53,11 @@ FIXTURES = frozenset({"goodput", "goodput_engine", "goodput_engine_factory"})
 
 
 class _Core(NamedTuple):
-    """What the hooks use from the layers below: the session, spec checks and reports."""
+    """What the hooks use from the layers below: the session, a test's spec and reports."""
 
     GoodputSession: type["GoodputSession"]
     SpecError: type[Exception]
-    check_marker: Callable[..., tuple[dict, Any]]
+    collected_spec: Callable[..., tuple["ScenarioSpec", dict, Any]]
     failure_message: Callable[["TestOutcome"], str]
     supports_unicode: Callable[[Any], bool]
     write_session_reports: Callable[..., None]
@@ -213,10 +215,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             _check_machine(config)
         if not markers or typo:
             continue
-        core = _core()  # a goodput test: its arguments are checked now, before anything runs
+        core = _core()  # a goodput test: its spec is built and checked now, before anything runs
         try:
-            args, ab = core.check_marker(_marker_args(item, markers), where=item.nodeid)
-            item.stash[_spec_args_key], item.stash[_ab_key] = args, ab
+            spec, args, ab = core.collected_spec(_marker_args(item, markers), config.stash[_settings_key], item.nodeid)
+            item.stash[_spec_key], item.stash[_spec_args_key], item.stash[_ab_key] = spec, args, ab
         except core.SpecError as exc:
             problems.append((item, str(exc)))
     if problems:
@@ -224,8 +226,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _refuse(config: pytest.Config, items: list[pytest.Item], problems: list[tuple[pytest.Item, str]]) -> None:
-    """Each test with bad marker arguments is a collection error of its own, as an import error
-    is: listed under ERRORS, counted in the summary line, and the session stops before any
+    """Each test with bad marker arguments (or a bad trace file) is a collection error of its
+    own, as an import error is: listed under ERRORS, counted in the summary line, and the session stops before any
     test runs (exit 2; ``--continue-on-collection-errors`` runs the others)."""
     bad = {id(item) for item, _ in problems}
     items[:] = [i for i in items if id(i) not in bad]
@@ -280,6 +282,7 @@ def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
         lambda: request.getfixturevalue("goodput_engine"),
         progress_stream=TerminalStream(request.config),
         ab_options=item.stash.get(_ab_key, None),
+        spec=item.stash.get(_spec_key, None),
     )
     item.stash[_harness_key] = harness
     return harness
