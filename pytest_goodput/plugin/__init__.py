@@ -21,14 +21,13 @@ from pytest_goodput.plugin.settings import (
     ray_after_space,
     resolve,
 )
-from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream, start_line
+from pytest_goodput.plugin.terminal_io import TerminalStream
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.plugin.harness import GoodputHarness
     from pytest_goodput.plugin.session import GoodputSession
     from pytest_goodput.schema.scenario.spec import ScenarioSpec
-    from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
 MARKER = "goodput"
 _settings_key = pytest.StashKey[Settings]()
@@ -53,19 +52,17 @@ FIXTURES = frozenset({"goodput", "goodput_engine", "goodput_engine_factory"})
 
 
 class _Core(NamedTuple):
-    """What the hooks use from the layers below: the session, a test's spec and reports."""
+    """What the hooks use from the layers below: the session, spec checks, and the hand-offs
+    of a test's verdict and of the session's end (``plugin/core.py``)."""
 
     GoodputSession: type["GoodputSession"]
     SpecError: type[Exception]
     collected_spec: Callable[..., tuple["ScenarioSpec", dict, Any]]
-    failure_message: Callable[["TestOutcome"], str]
-    supports_unicode: Callable[[Any], bool]
-    write_session_reports: Callable[..., None]
-    redact: Callable[[str], str]
-    junit_properties: Callable[..., list[tuple[str, str]]]
     register: Callable[..., None]
-    summary_lines: Callable[..., list[tuple[str, dict[str, bool]]]]
     check_machine: Callable[..., None]
+    finish_test: Callable[[pytest.Item, "GoodputHarness", "GoodputSession"], None]
+    terminal_summary: Callable[[Any, "GoodputSession"], None]
+    finish_session: Callable[[pytest.Session, "GoodputSession"], None]
 
 
 def _core() -> _Core:
@@ -298,64 +295,20 @@ def _goodput_marked(request: pytest.FixtureRequest) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     result = yield
-    harness = item.stash.get(_harness_key, None)
-    outcome = None if harness is None else harness.finish_test(item.location[:2] if item.location else None)
-    if outcome is not None:
-        _report_outcome(item, outcome, harness.remeasured_because)
+    if (harness := item.stash.get(_harness_key, None)) is not None:  # a goodput test
+        _core().finish_test(item, harness, _session(item.config))
     return result
 
 
-def _report_outcome(item: pytest.Item, outcome: "TestOutcome", remeasured: list[str]) -> None:
-    """JUnit XML properties (baseline, current, change and verdict per metric; redacted like
-    every output), and the test failed with the readable message when the outcome fails."""
-    core = _core()
-    item.user_properties += [(name, core.redact(value)) for name, value in core.junit_properties(outcome, remeasured)]
-    if _session(item.config).fails(outcome):
-        pytest.fail(core.redact(core.failure_message(outcome)), pytrace=False)
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    session = config.stash.get(_session_key, None)  # none: no goodput test, nothing to say
-    if session is None or (not session.outcomes and not session.settings.update):
-        return
-    core = _core()
-    tr = Redacting(terminalreporter, core.redact)
-    tr.section("goodput")
-    out = getattr(tr._tw, "_file", None)  # a terminal gets a table that fits; a CI log every column
-    width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
-    for line, markup in core.summary_lines(session, width, not core.supports_unicode(out)):
-        tr.write_line(line, **markup)
+    if (gs := config.stash.get(_session_key, None)) is not None:  # none: no goodput test, nothing to say
+        _core().terminal_summary(terminalreporter, gs)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    gs = session.config.stash.get(_session_key, None)
-    if gs is None:
-        return
-    try:
-        tr = session.config.pluginmanager.getplugin("terminalreporter")
-        _core().write_session_reports(gs, write=_line_writer(tr))
-    except OSError as exc:
-        gs.errors.append(f"could not write a goodput report: {exc}")
-    gs.close()  # before the summary, which names the engine logs kept
-    failing = gs.errors or (gs.missing_baselines() is not None and gs.missing_baselines_fail())
-    if failing and session.exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _line_writer(tr: Any) -> Callable[[str], None]:
-    """Each line on a line of its own: GitHub reads workflow commands (``::error``) only at
-    the start of a line, and pytest's progress line may still be open (at every verbosity:
-    ``start_line``)."""
-    redact = _core().redact
-    if tr is None:
-        return lambda line: print(redact(line))
-
-    def write(line: str) -> None:
-        start_line(tr)
-        tr.write_line(redact(line))
-
-    return write
+    if (gs := session.config.stash.get(_session_key, None)) is not None:
+        _core().finish_session(session, gs)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
