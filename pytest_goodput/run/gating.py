@@ -102,7 +102,7 @@ class TestGate:
         self.skipped: Optional[str] = None
         self.errors: list[str] = []
         self._stored: Optional[tuple[Optional[BaselineFile], Optional[str]]] = None
-        self._look: Optional[tuple[int, TestOutcome, bool]] = None
+        self._look: Optional[tuple[list[Session], TestOutcome, bool]] = None
         self._side: Optional[Side] = None  # the judged look's current side
         self._recorded: Optional[BaselineFile] = None
 
@@ -129,9 +129,10 @@ class TestGate:
         return self._judged(sessions)[1]
 
     def _judged(self, sessions: Sequence[Session]) -> tuple[TestOutcome, bool]:
-        """The verdict on ``sessions`` (the newest last) and whether it decides the test; the
-        look on as many sessions is judged once."""
-        if self._look is not None and self._look[0] == len(sessions):
+        """The verdict on ``sessions`` (the newest last) and whether it decides the test; a
+        look on the same sessions is judged once."""
+        if self._look is not None and len(self._look[0]) == len(sessions) and all(
+                a is b for a, b in zip(self._look[0], sessions)):
             return self._look[1], self._look[2]
         spec = self.spec
         base, error = self._baseline()
@@ -140,7 +141,7 @@ class TestGate:
             outcome = TestOutcome(nodeid=self.nodeid, scenario=spec.scenario, error=error)
         else:
             outcome, decided = self._verdict(sessions, base)
-        self._look = (len(sessions), outcome, decided)
+        self._look = (list(sessions), outcome, decided)
         return outcome, decided
 
     def _verdict(self, sessions: Sequence[Session], base: Optional[BaselineFile]) -> tuple[TestOutcome, bool]:
