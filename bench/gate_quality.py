@@ -268,12 +268,18 @@ def main() -> None:
           f"sessions x {args.repeats} run(s), one current session, confidence {args.confidence:g}, "
           f"prior {args.prior_runs:g} pseudo-sessions x{args.prior_scale:g}, power alpha "
           f"{args.power_alpha:g}; gated: {', '.join(GATED)}")
+    each_setting(args, trial, _report, t0)
+
+
+def each_setting(args: argparse.Namespace, trial: Any, report: Any, t0: float) -> None:
+    """Run ``trial`` over ``args.trials`` seeds at each named noise setting (``--settings``),
+    on ``args.workers`` processes, and ``report`` each; then the seconds it all took."""
     for name in args.settings.split(","):
         a = argparse.Namespace(**vars(args))
         a.session_cv, a.noise_sigma = SETTINGS[name]
         with mp.Pool(args.workers) as pool:
             results = pool.map(trial, [(a, t) for t in range(args.trials)], chunksize=4)
-        _report(name, a, results)
+        report(name, a, results)
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 

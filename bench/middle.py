@@ -29,7 +29,6 @@ rule can pass, the same test with σ known (normal). scipy computes both (a test
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import time
 from typing import Any
 
@@ -38,7 +37,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from gate_quality import SETTINGS, SPEC, _fmt, session
+from gate_quality import SETTINGS, SPEC, _fmt, each_setting, session
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare
 from pytest_goodput.judge.values import group_value
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
@@ -160,13 +159,7 @@ def main() -> None:
           f"baseline sessions x {args.repeats} runs, one current session; middle: TTFT ranks "
           f"{args.band_lo:.0%}-{args.band_hi:.0%} TTFT x1.6-1.9, TPOT x1.12\n"
           + "".join(f"\n{g}: {', '.join(paths)}" for g, paths in args.gates.items()))
-    for name in args.settings.split(","):
-        a = argparse.Namespace(**vars(args))
-        a.session_cv, a.noise_sigma = SETTINGS[name]
-        with mp.Pool(args.workers) as pool:
-            results = pool.map(trial, [(a, t) for t in range(args.trials)], chunksize=4)
-        _report(name, a, results)
-    print(f"\n{time.perf_counter() - t0:.0f} s")
+    each_setting(args, trial, _report, t0)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from pathlib import Path
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.judge.judge import Policy
 from pytest_goodput.report.md.markdown import render_markdown
-from pytest_goodput.run.gating import gate
+from pytest_goodput.run.gating import TestGate
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.scenario.spec import build_spec
 
@@ -71,12 +71,12 @@ def make_report(seconds: dict[str, float]) -> str:
         t0 = time.perf_counter()
         with simulator() as eng:
             m = valid_measure(spec, eng)
-            gate(NODEID, m, eng, baseline_dir=base_dir, policy=Policy(compare=False, update=True))
+            TestGate(NODEID, spec, eng, baseline_dir=base_dir, policy=Policy(compare=False, update=True)).finish([m])
         seconds["baseline sweep"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         with simulator(slowdown=1.2) as slow:
             m = valid_measure(spec, slow)
-            outcome = gate(NODEID, m, slow, baseline_dir=base_dir, policy=Policy()).outcome
+            outcome = TestGate(NODEID, spec, slow, baseline_dir=base_dir, policy=Policy()).finish([m])
         seconds["slower sweep"] = time.perf_counter() - t0
     return render_markdown([outcome], title="pytest-goodput report (rendered by bench/render_report.py)")
 

@@ -86,6 +86,8 @@ def test_engines_that_cannot_run_together_run_one_at_a_time() -> None:
      "error: --engine-cpus: applies to engines this command starts, not to one attached by --base-url"),
     ([*SMALL, "--gate", ","], "error: --gate: ',' names no metric"),
     ([*SMALL, "--gate", "metrics.bogus"], "unknown metric 'metrics.bogus'"),
+    # a trace replay's file is read where the spec is built: before any engine starts
+    (["--scenario", "trace", "--trace", "no-such-trace.jsonl"], "no-such-trace.jsonl"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(args: list[str], message: str) -> None:
     p = ab(*args, timeout=60)

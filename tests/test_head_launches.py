@@ -169,13 +169,24 @@ def test_the_gate_measures_a_slower_pr_over_launches_and_stops_when_it_regresses
     """``--goodput-head-launches=3``: a PR twice as slow regresses before the budget is spent
     (at the first launch or, as the false-alarm budget is spent late and three baseline
     sessions leave few degrees of freedom, the second); the verdict says how many launches
-    it was measured over."""
+    it was measured over. Every look and the verdict share one read of the baseline and one
+    fingerprint of the environment (the look that decided is the verdict, not judged again)."""
+    from pytest_goodput.run import gating
+
     pytester.makepyfile(test_perf=LAUNCHES)
     res = pytester.runpytest("--goodput-update-baseline", "--goodput-sessions=3", "-k", "test_closed")
     res.assert_outcomes(passed=1)
     monkeypatch.setenv("GOODPUT_SIM_SLOWDOWN", "2.0")
+    calls: list[str] = []
+    load, collect, judge_look = gating.store.load, gating.collect, gating.judge_look
+    monkeypatch.setattr(gating.store, "load", lambda *a, **k: calls.append("read") or load(*a, **k))
+    monkeypatch.setattr(gating, "collect", lambda *a, **k: calls.append("fingerprint") or collect(*a, **k))
+    monkeypatch.setattr(gating, "judge_look", lambda *a, **k: calls.append("look") or judge_look(*a, **k))
     res = pytester.runpytest("--goodput-baseline", "--goodput-head-launches=3", "-s")
     res.assert_outcomes(passed=1, failed=1)
+    looks = calls.count("look")
+    assert looks in (1, 2) and calls.count("read") == 1 and calls.count("fingerprint") == 1, calls
+    res.stdout.fnmatch_lines([f"*measured over {looks} engine launch(es) of at most 3*"])
     res.stdout.fnmatch_lines(["*measured over [12] engine launch(es) of at most 3 (a metric regressed)*"])
     res.stdout.fnmatch_lines(["*LAUNCH URLS [12]"])  # decided before the third launch
 

@@ -89,7 +89,10 @@ def test_a_run_degrading_in_its_last_third_fails_the_gate(pytester, sim_url):
     assert "degradation: output throughput" in out and "regressed" in out
     assert "Traceback" not in out
     gate = {c["metric"]: c["verdict"] for c in json.loads(session.read_text())["tests"][0]["outcome"]["comparisons"]}
-    assert gate["degradation.tpot_ms.p50"] == "regressed"
+    assert gate["degradation.output_tokens_per_s"] == "regressed"
+    # TPOT's median doubles in the last third: never cleared; on a loaded machine its baseline's
+    # spread may leave it short of proven (seen: inconclusive beside a regressed throughput)
+    assert gate["degradation.tpot_ms.p50"] in ("regressed", "inconclusive")
     # the compare command judges the same files through the same judge
     report = pytester.path / "compare.json"
     cli = subprocess.run([sys.executable, "-m", "pytest_goodput", "compare",

@@ -9,7 +9,14 @@ import json
 import pytest
 
 from pytest_goodput.load.plan import plan_run
-from pytest_goodput.load.trace import TraceError, load_trace, read_trace, with_trace_digest
+from pytest_goodput.load.trace import (
+    TraceError,
+    identified_spec,
+    load_trace,
+    read_trace,
+    trace_changed,
+    with_trace_digest,
+)
 from pytest_goodput.load.requests.trace_replay import mean_gap, trace_items, trace_load, trace_prompts, trace_schedule
 from pytest_goodput.load.requests.workload import WORDS
 from pytest_goodput.measure.metrics import measurement_window
@@ -122,6 +129,19 @@ def test_the_digest_joins_the_identity_and_a_pinned_digest_refuses_another_file(
     with pytest.raises(TraceError, match="changed: its SHA-256 is .* the spec pins"):
         load_trace(pinned)
     assert with_trace_digest(ScenarioSpec(scenario="offline")) == ScenarioSpec(scenario="offline")
+
+
+
+def test_a_spec_is_built_with_its_digest_and_knows_when_its_file_changed(trace_file):
+    built = identified_spec({"scenario": "trace", "trace": str(trace_file)}, "command line")
+    assert built.trace_sha256 == hashlib.sha256(trace_file.read_bytes()).hexdigest()
+    assert not trace_changed(built) and not trace_changed(ScenarioSpec(scenario="offline"))
+    trace_file.write_text(jsonl(ROWS[:4]))
+    assert trace_changed(built)
+    trace_file.unlink()
+    assert trace_changed(built)
+    with pytest.raises(TraceError, match="does not exist"):  # before anything runs
+        identified_spec({"scenario": "trace", "trace": str(trace_file)}, "command line")
 
 
 # --- schedule and load ------------------------------------------------------------------

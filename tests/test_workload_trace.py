@@ -91,16 +91,29 @@ def test_docs_example_gate_passes_a_a_and_catches_the_regression(pytester, sim_u
     assert "the scenario spec changed since the baseline was recorded" in res.stdout.str()
 
 
-def test_a_bad_trace_fails_the_test_cleanly_before_any_engine(pytester):
+def test_a_bad_trace_is_a_collection_error_before_any_engine(pytester):
+    """The trace is read when the test's spec is built, at collection: a bad file is refused as
+    a bad marker argument is, naming the file, the line and the field, before anything runs."""
     pytester.makepyfile(test_trace_gate=docs_example())
     (pytester.path / "traces").mkdir()
     (pytester.path / "traces" / "chat.jsonl").write_text(
         '{"timestamp": 0, "input_length": 600, "output_length": 20}\n'
         '{"timestamp": 100, "input_length": 0, "output_length": 20}\n')
     res = pytester.runpytest("--goodput-url=http://127.0.0.1:9/v1", "--goodput-model=m")
-    res.assert_outcomes(failed=1)
+    res.assert_outcomes(errors=1)
+    assert res.ret == pytest.ExitCode.INTERRUPTED
     out = res.stdout.str()
-    assert "chat.jsonl:2: 'input_length' must be a whole number of tokens >= 1, got 0" in out
+    assert ("chat.jsonl:2: 'input_length' must be a whole number of tokens >= 1, got 0 "
+            "(in test_trace_gate.py::test_chat_traffic_at_twice_its_speed)") in out
+    assert "Traceback" not in out and "cannot reach" not in out
+
+
+def test_a_missing_trace_is_a_collection_error(pytester):
+    pytester.makepyfile(test_trace_gate=docs_example())
+    res = pytester.runpytest("--goodput-url=http://127.0.0.1:9/v1", "--goodput-model=m")
+    res.assert_outcomes(errors=1)
+    out = res.stdout.str()
+    assert "trace file 'traces/chat.jsonl' does not exist (in test_trace_gate.py::" in out
     assert "Traceback" not in out and "cannot reach" not in out
 
 

@@ -43,11 +43,11 @@ from pytest_goodput.report.vocabulary import (
 from pytest_goodput.engines.launch import EngineStartError
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.run.ab import ab_metrics, run_ab
-from pytest_goodput.run.ab_gate import describe
+from pytest_goodput.run.gating import describe
 from pytest_goodput.schema.outcomes.ab import ABResult
-from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.sim.profile import SimProfileError, checked_knobs
 from pytest_goodput.store.files import write_atomic
+from pytest_goodput.load.trace import identified_spec
 
 SIDES = ("base", "head")
 
@@ -184,7 +184,7 @@ def cmd_ab(ns: argparse.Namespace) -> int:
                            "attaches to one this command cannot restart")
     args = ab_spec_args(ns)
     on_ray = ray_backend(ns, args)  # both sides' load workers on Ray actors
-    spec = build_spec(args, where="command line")
+    spec = identified_spec(args, "command line")  # a trace replay: its file read and its digest, before any engine
     ab_metrics(spec, ns.tolerance)  # a sweep or repeats: refused before any engine starts
     refuse_capture(spec, [getattr(ns, f"{side}_url") for side in SIDES])
     engine_cpus, client_cpus = cpu_plan(ns, attached)

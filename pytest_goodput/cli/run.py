@@ -16,13 +16,13 @@ from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck import capture
 from pytest_goodput.load import ray_runtime
-from pytest_goodput.load.trace import with_trace_digest
+from pytest_goodput.load.trace import identified_spec
 from pytest_goodput.report.exports import run_tests, write_exports
 from pytest_goodput.report.text.summary import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ray_address import LOCAL, RayAddressError
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.schema.scenario.spec import ScenarioSpec, build_spec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store.files import write_atomic
 
 #: CLI flag → spec field, for flags whose name is not the field's.
@@ -228,7 +228,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     args = spec_args(ns)
     exports = export_flag(ns)
     on_ray = ray_backend(ns, args)
-    spec = with_trace_digest(build_spec(args, where="command line"))  # a bad trace: before any engine
+    spec = identified_spec(args, "command line")  # a bad trace: before any engine
     refuse_capture(spec, [ns.url])
     engine_cpus, client_cpus = cpu_plan(ns, ["--url"] if ns.url else [])
     engine = select(url=ns.url, serve=ns.serve, model=ns.model, api_key_env=ns.api_key_env,

@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple, Optional
 from pytest_goodput.schema.outcomes.comparison import MetricComparison
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 
-__all__ = ["ENGINE_SHARE", "Attribution", "attribute", "with_attribution"]
+__all__ = ["ENGINE_SHARE", "Attribution", "attribute", "attributed", "with_attribution"]
 
 #: The share of our TTFT's move the engine's own TTFT must show to call it engine-side.
 ENGINE_SHARE = 0.5
@@ -81,14 +81,22 @@ def attribute(comparisons: list[MetricComparison], current: Mapping[str, float],
                        f"{d_ours:+.1f} ms)")
 
 
-def with_attribution(outcome: TestOutcome) -> TestOutcome:
-    """``outcome`` with whose clock moved: the sentence in its notes, the short form on each
-    moved TTFT verdict's note."""
-    server = outcome.server or {}
-    found = attribute(outcome.comparisons, server.get("current") or {}, server.get("baseline") or {})
+def attributed(comparisons: list[MetricComparison], server: Optional[Mapping[str, Optional[Mapping[str, float]]]],
+               ) -> tuple[list[MetricComparison], list[str]]:
+    """The comparisons with whose clock moved on each moved TTFT verdict's note, and the
+    sentence for the test's notes (none when no TTFT verdict moved)."""
+    server = server or {}
+    found = attribute(comparisons, server.get("current") or {}, server.get("baseline") or {})
     if found is None:
+        return comparisons, []
+    moved = _moved(comparisons)
+    return [c.model_copy(update={"note": f"{c.note}; {found.short}" if c.note else found.short})
+            if c in moved else c for c in comparisons], [found.note]
+
+
+def with_attribution(outcome: TestOutcome) -> TestOutcome:
+    """``outcome`` with whose clock moved (``attributed``)."""
+    comparisons, notes = attributed(outcome.comparisons, outcome.server)
+    if not notes:
         return outcome
-    moved = _moved(outcome.comparisons)
-    comparisons = [c.model_copy(update={"note": f"{c.note}; {found.short}" if c.note else found.short})
-                   if c in moved else c for c in outcome.comparisons]
-    return outcome.model_copy(update={"notes": [*outcome.notes, found.note], "comparisons": comparisons})
+    return outcome.model_copy(update={"notes": [*outcome.notes, *notes], "comparisons": comparisons})

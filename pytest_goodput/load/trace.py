@@ -24,12 +24,12 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
 from pytest_goodput.schema.jsonl import jsonl_objects
-from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
 
 class TraceError(SpecError):
     """A trace file is unusable; the message names the file, the line and the field."""
@@ -195,3 +195,28 @@ def with_trace_digest(spec: ScenarioSpec) -> ScenarioSpec:
     trace = load_trace(spec)
     return spec if spec.trace_sha256 == trace.sha256 else spec.model_copy(
         update={"trace_sha256": trace.sha256})
+
+
+def identified_spec(args: dict[str, Any], where: str,
+                    validate: Callable[[dict[str, Any], str], ScenarioSpec] = build_spec) -> ScenarioSpec:
+    """``args`` validated into the spec that is measured, its identity complete: a trace
+    replay's file read (a bad or missing file is a :class:`TraceError` before anything runs)
+    and its SHA-256 filled in. Every entry point builds its spec here (the plugin when it
+    collects a test, ``run`` from its flags), and nothing downstream stamps it again."""
+    return with_trace_digest(validate(args, where))
+
+
+def trace_changed(spec: ScenarioSpec) -> bool:
+    """Whether a trace replay's file no longer has the digest ``spec`` carries (rewritten,
+    removed or unreadable since the spec was built); False for every other scenario. Only the
+    bytes are hashed (no parse): the replay reads the file again anyway."""
+    if spec.scenario != "trace":
+        return False
+    digest = hashlib.sha256()
+    try:
+        with open(str(spec.trace), "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return True
+    return digest.hexdigest() != spec.trace_sha256

@@ -21,19 +21,20 @@ from pytest_goodput.plugin.settings import (
     ray_after_space,
     resolve,
 )
-from pytest_goodput.plugin.terminal_io import Redacting, TerminalStream, start_line
+from pytest_goodput.plugin.terminal_io import TerminalStream
 
 if TYPE_CHECKING:
     from pytest_goodput.engines.engine import Engine
     from pytest_goodput.plugin.harness import GoodputHarness
     from pytest_goodput.plugin.session import GoodputSession
-    from pytest_goodput.schema.outcomes.outcome import TestOutcome
+    from pytest_goodput.schema.scenario.spec import ScenarioSpec
 
 MARKER = "goodput"
 _settings_key = pytest.StashKey[Settings]()
 _collected_key = pytest.StashKey["_Collected"]()
 _session_key = pytest.StashKey["GoodputSession"]()
-_spec_args_key = pytest.StashKey[dict]()
+_spec_args_key = pytest.StashKey[dict]()  # the marker's arguments: for overrides and judge_file
+_spec_key = pytest.StashKey["ScenarioSpec"]()  # the test's spec, built once at collection
 _ab_key = pytest.StashKey[Any]()  # the marker's A/B options (schema.ab_options.ABOptions)
 _harness_key = pytest.StashKey["GoodputHarness"]()
 _machine_checked_key = pytest.StashKey[bool]()
@@ -51,19 +52,17 @@ FIXTURES = frozenset({"goodput", "goodput_engine", "goodput_engine_factory"})
 
 
 class _Core(NamedTuple):
-    """What the hooks use from the layers below: the session, spec checks and reports."""
+    """What the hooks use from the layers below: the session, spec checks, and the hand-offs
+    of a test's verdict and of the session's end (``plugin/core.py``)."""
 
     GoodputSession: type["GoodputSession"]
     SpecError: type[Exception]
-    check_marker: Callable[..., tuple[dict, Any]]
-    failure_message: Callable[["TestOutcome"], str]
-    supports_unicode: Callable[[Any], bool]
-    write_session_reports: Callable[..., None]
-    redact: Callable[[str], str]
-    junit_properties: Callable[..., list[tuple[str, str]]]
+    collected_spec: Callable[..., tuple["ScenarioSpec", dict, Any]]
     register: Callable[..., None]
-    summary_lines: Callable[..., list[tuple[str, dict[str, bool]]]]
     check_machine: Callable[..., None]
+    finish_test: Callable[[pytest.Item, "GoodputHarness", "GoodputSession"], None]
+    terminal_summary: Callable[[Any, "GoodputSession"], None]
+    finish_session: Callable[[pytest.Session, "GoodputSession"], None]
 
 
 def _core() -> _Core:
@@ -213,10 +212,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             _check_machine(config)
         if not markers or typo:
             continue
-        core = _core()  # a goodput test: its arguments are checked now, before anything runs
+        core = _core()  # a goodput test: its spec is built and checked now, before anything runs
         try:
-            args, ab = core.check_marker(_marker_args(item, markers), where=item.nodeid)
-            item.stash[_spec_args_key], item.stash[_ab_key] = args, ab
+            spec, args, ab = core.collected_spec(_marker_args(item, markers), config.stash[_settings_key], item.nodeid)
+            item.stash[_spec_key], item.stash[_spec_args_key], item.stash[_ab_key] = spec, args, ab
         except core.SpecError as exc:
             problems.append((item, str(exc)))
     if problems:
@@ -224,8 +223,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _refuse(config: pytest.Config, items: list[pytest.Item], problems: list[tuple[pytest.Item, str]]) -> None:
-    """Each test with bad marker arguments is a collection error of its own, as an import error
-    is: listed under ERRORS, counted in the summary line, and the session stops before any
+    """Each test with bad marker arguments (or a bad trace file) is a collection error of its
+    own, as an import error is: listed under ERRORS, counted in the summary line, and the session stops before any
     test runs (exit 2; ``--continue-on-collection-errors`` runs the others)."""
     bad = {id(item) for item, _ in problems}
     items[:] = [i for i in items if id(i) not in bad]
@@ -280,6 +279,7 @@ def goodput(request: pytest.FixtureRequest) -> "GoodputHarness":
         lambda: request.getfixturevalue("goodput_engine"),
         progress_stream=TerminalStream(request.config),
         ab_options=item.stash.get(_ab_key, None),
+        spec=item.stash.get(_spec_key, None),
     )
     item.stash[_harness_key] = harness
     return harness
@@ -295,64 +295,20 @@ def _goodput_marked(request: pytest.FixtureRequest) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     result = yield
-    harness = item.stash.get(_harness_key, None)
-    outcome = None if harness is None else harness.finish_test(item.location[:2] if item.location else None)
-    if outcome is not None:
-        _report_outcome(item, outcome, harness.remeasured_because)
+    if (harness := item.stash.get(_harness_key, None)) is not None:  # a goodput test
+        _core().finish_test(item, harness, _session(item.config))
     return result
 
 
-def _report_outcome(item: pytest.Item, outcome: "TestOutcome", remeasured: list[str]) -> None:
-    """JUnit XML properties (baseline, current, change and verdict per metric; redacted like
-    every output), and the test failed with the readable message when the outcome fails."""
-    core = _core()
-    item.user_properties += [(name, core.redact(value)) for name, value in core.junit_properties(outcome, remeasured)]
-    if _session(item.config).fails(outcome):
-        pytest.fail(core.redact(core.failure_message(outcome)), pytrace=False)
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    session = config.stash.get(_session_key, None)  # none: no goodput test, nothing to say
-    if session is None or (not session.outcomes and not session.settings.update):
-        return
-    core = _core()
-    tr = Redacting(terminalreporter, core.redact)
-    tr.section("goodput")
-    out = getattr(tr._tw, "_file", None)  # a terminal gets a table that fits; a CI log every column
-    width = tr._tw.fullwidth if getattr(out, "isatty", lambda: False)() else None
-    for line, markup in core.summary_lines(session, width, not core.supports_unicode(out)):
-        tr.write_line(line, **markup)
+    if (gs := config.stash.get(_session_key, None)) is not None:  # none: no goodput test, nothing to say
+        _core().terminal_summary(terminalreporter, gs)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    gs = session.config.stash.get(_session_key, None)
-    if gs is None:
-        return
-    try:
-        tr = session.config.pluginmanager.getplugin("terminalreporter")
-        _core().write_session_reports(gs, write=_line_writer(tr))
-    except OSError as exc:
-        gs.errors.append(f"could not write a goodput report: {exc}")
-    gs.close()  # before the summary, which names the engine logs kept
-    failing = gs.errors or (gs.missing_baselines() is not None and gs.missing_baselines_fail())
-    if failing and session.exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _line_writer(tr: Any) -> Callable[[str], None]:
-    """Each line on a line of its own: GitHub reads workflow commands (``::error``) only at
-    the start of a line, and pytest's progress line may still be open (at every verbosity:
-    ``start_line``)."""
-    redact = _core().redact
-    if tr is None:
-        return lambda line: print(redact(line))
-
-    def write(line: str) -> None:
-        start_line(tr)
-        tr.write_line(redact(line))
-
-    return write
+    if (gs := session.config.stash.get(_session_key, None)) is not None:
+        _core().finish_session(session, gs)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

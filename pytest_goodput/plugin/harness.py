@@ -18,25 +18,23 @@ from pytest_goodput.engines.engine import Engine
 from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.selfcheck.capture import CaptureError
-from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.plugin.session import GoodputSession
+from pytest_goodput.plugin.spec import current, spec_with_overrides
 from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.report.text.summary import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
-from pytest_goodput.run.ab_gate import ABMeasured
+from pytest_goodput.run.gating import ABMeasured
 from pytest_goodput.run.interrupted import interrupted_outcome
 from pytest_goodput.run.launches import kept_sessions, valid_session
 from pytest_goodput.run.remeasure import paced_by_client, until_valid
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.environment import REMEASURED
-from pytest_goodput.schema.precedence import pick
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.redaction import redact
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.runs.session import Session
-from pytest_goodput.schema.scenario.arg_errors import quoted_numbers
-from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError, build_spec
+from pytest_goodput.schema.scenario.spec import ScenarioSpec, SpecError
 from pytest_goodput.interop.readers.imported import is_judging, with_judging
 from pytest_goodput.store.foreign import load_foreign
 
@@ -50,10 +48,12 @@ class GoodputHarness:
         engine_getter: Any,
         progress_stream: Optional[TextIO] = None,
         ab_options: Optional[ABOptions] = None,
+        spec: Optional[ScenarioSpec] = None,
     ) -> None:
         self._session = session
         self._nodeid = nodeid
         self._marker_args = marker_args
+        self._collected = spec  # the spec built and checked at collection (plugin/spec.py)
         self._engine_getter = engine_getter
         self._progress_stream = progress_stream
         self.spec: Optional[ScenarioSpec] = None
@@ -71,17 +71,12 @@ class GoodputHarness:
         self.pre_pass = False
 
     def _spec(self, overrides: dict[str, Any]) -> ScenarioSpec:
-        if quoted := quoted_numbers(overrides, ScenarioSpec):  # as the marker's are refused
-            raise SpecError("\n".join([f"{self._nodeid}: invalid goodput arguments: "
-                                       + ", ".join(name for name, _ in quoted), *(f"  {why}" for _, why in quoted)]))
-        args, settings = {**self._marker_args, **overrides}, self._session.settings
-        for knob in ("workers", "capture"):  # marker > command line > ini > environment
-            if (value := settings.for_test(knob, args.get(knob))) is not None:
-                args[knob] = value
-        if settings.ray is not None:  # a Ray address in the session means the Ray backend
-            args["backend"] = pick(("marker", args.get("backend")), (settings.sources.get("ray", "session"), "ray"))[1]
-        spec = with_trace_digest(build_spec(args, where=self._nodeid))  # the trace's content is its identity
-        return spec.scaled(settings.scale)
+        """The spec built at collection, as is; a new one only for keyword overrides (or a test
+        with no marker, or a trace file rewritten since: ``plugin/spec.py``)."""
+        settings = self._session.settings
+        if self._collected is not None and not overrides:
+            return current(self._collected, self._marker_args, settings, self._nodeid)
+        return spec_with_overrides(self._marker_args, overrides, settings, self._nodeid)
 
     def _measure(self, spec: ScenarioSpec, engine: Optional[Engine]) -> Session:
         eng = engine or self._engine_getter()

@@ -15,19 +15,15 @@ import pytest
 from pytest_goodput.engines import engine as eng
 from pytest_goodput.engines.engine import Engine, select
 from pytest_goodput.engines.launch import EngineStartError
-from pytest_goodput.judge.evidence import from_baseline
-from pytest_goodput.judge.judge import Policy, fails, metric_defs
-from pytest_goodput.judge.noise.recording import outlier_notes, recording_outliers
+from pytest_goodput.judge.judge import Policy, fails
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.plugin.ledger import Ledger
 from pytest_goodput.plugin.settings import OPTIONS, Settings, in_ci
 from pytest_goodput.report.text.power_plan import plan_lines
 from pytest_goodput.run.affinity import ClientPlacement
-from pytest_goodput.run.ab_gate import ABMeasured, gate_ab
 from pytest_goodput.run.affinity import plan as plan_cpus
-from pytest_goodput.run.gating import gate
+from pytest_goodput.run.gating import ABMeasured, HistoryPlace, TestGate
 from pytest_goodput.run.launches import Launches
-from pytest_goodput.run.history import history_step
 from pytest_goodput.schema.ab_options import ABOptions
 from pytest_goodput.schema.outcomes.cost import EngineUse
 from pytest_goodput.schema.runs.session import Session
@@ -54,6 +50,7 @@ class GoodputSession:
         self.errors: list[str] = []
         self.written: list[Path] = []
         self.skipped_writes: list[str] = []
+        self._gates: dict[str, TestGate] = {}  # a test's gate while its launches are judged
         self.kept_logs: list[str] = []  # engine logs kept after a failure, for the summary
         self.collected_nodeids: set[str] = set()
         self.collected_modules: set[str] = set()
@@ -219,13 +216,24 @@ class GoodputSession:
             return 1
         return s.for_test("head_launches", spec.head_launches)
 
+    def test_gate(self, nodeid: str, spec: ScenarioSpec, engine: Engine, planned: int = 1) -> TestGate:
+        """The test's gate, made once: its baseline read and its environment fingerprinted
+        once for every look and the verdict (``run/gating.py``)."""
+        gate = self._gates.get(nodeid)
+        if gate is None:
+            s = self.settings
+            where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)
+            trail = HistoryPlace(where if where.is_absolute() else self.rootdir / where,
+                                 gate=s.history_gate, window=s.history_window)
+            gate = self._gates[nodeid] = TestGate(
+                nodeid, spec, engine, baseline_dir=self.baseline_dir, policy=self.policy(), hardware=s.hardware,
+                history=s.history, cwd=self.rootdir, planned=planned, trail=trail)
+        return gate
+
     def head_decided(self, nodeid: str, spec: ScenarioSpec, measured: list[Session],
                      engine: Engine) -> bool:
         """Whether the launches measured so far decide the test (no further launch needed)."""
-        s = self.settings
-        return gate(nodeid, measured[-1], engine, baseline_dir=self.baseline_dir, policy=self.policy(),
-                    hardware=s.hardware, history=s.history, cwd=self.rootdir, earlier=measured[:-1],
-                    planned=self.head_launches(spec)).decided
+        return self.test_gate(nodeid, spec, engine, self.head_launches(spec)).decides(measured)
 
     def judge(
         self,
@@ -240,58 +248,36 @@ class GoodputSession:
     ) -> TestOutcome:
         """Gate one test's measurement; in update mode also record every session as baseline.
         ``planned``: the launches the PR side was planned over (``earlier`` holds the others)."""
-        s = self.settings
-        gated = gate(nodeid, m, engine, baseline_dir=self.baseline_dir, policy=self.policy(),
-                     location=location, hardware=s.hardware, history=s.history, cwd=self.rootdir,
-                     earlier=earlier or [], notes=notes or [], planned=planned)
-        outliers = (self._outlier_notes(nodeid, spec, gated.written[0], len(earlier or []) + 1)
-                    if s.update and gated.written else [])
-        where = Path(s.history_dir) if s.history_dir else default_history_dir(self.baseline_dir)
-        outcome, errors = history_step(  # recording: the history as recorded; else the creep gate
-            gated.outcome, spec, [*(earlier or []), m], record=s.update, gate=s.history_gate,
-            directory=where if where.is_absolute() else self.rootdir / where,
-            tolerance=s.tolerance, window=s.history_window)
-        self.errors += errors
-        self.written += gated.written
-        self.skipped_writes += gated.skipped
-        outcome = self._finished(nodeid, outcome, outliers)
+        gate = self.test_gate(nodeid, spec, engine, planned)
+        del self._gates[nodeid]
+        outcome = gate.finish([*(earlier or []), m], notes=notes or [], location=location,
+                              cost=self.ledger.test_cost(nodeid),
+                              again=redact(record_again_command(nodeid, self.settings)))
+        self._gated(gate, outcome)
         if outcome.error is None:
             self.measurements[nodeid] = m
         return outcome
 
-    def _finished(self, nodeid: str, outcome: TestOutcome, notes: list[str]) -> TestOutcome:
-        """The test's outcome as reported: its last notes and what it cost added in one copy
-        (the judged outcome is never changed in place)."""
-        outcome = outcome.model_copy(update={"notes": [*outcome.notes, *notes],
-                                             "cost": self.ledger.test_cost(nodeid)})
-        self.outcomes.append(outcome)
-        return outcome
-
-    def _outlier_notes(self, nodeid: str, spec: ScenarioSpec, path: Path, recorded: int) -> list[str]:
-        """Sessions of the baseline just written that stand out from the others, named with
-        the command that records it again (the user decides; nothing is dropped)."""
-        try:
-            doc = store.load(path, nodeid)
-        except store.BaselineError:
-            return []
-        sessions = from_baseline(doc, spec).history
-        found = recording_outliers(sessions, metric_defs(spec, self.settings.tolerance))
-        if not found:
-            return []
-        return outlier_notes(found, min(recorded, len(sessions)),
-                             redact(record_again_command(nodeid, self.settings)))
-
     def judge_ab(self, nodeid: str, location: Optional[tuple[str, int]], measured: ABMeasured,
                  base: Engine, head: Engine, notes: Optional[list[str]] = None) -> TestOutcome:
         """Gate one test's A/B run: the paired verdicts and the head's SLOs; nothing recorded."""
-        s = self.settings
-        outcome = gate_ab(nodeid, measured, base, head, strict=s.strict, hardware=s.hardware,
-                          cwd=self.rootdir, location=location, notes=tuple(notes or ()))
-        outcome = self._finished(nodeid, outcome, ["A/B test: compared with its base engine, no baseline "
-                                                   "recorded"] if s.update else [])
+        assert measured.result.spec is not None
+        gate = TestGate(nodeid, measured.result.spec, head, baseline_dir=self.baseline_dir, policy=self.policy(),
+                        hardware=self.settings.hardware, cwd=self.rootdir)
+        outcome = gate.finish_ab(measured, base, head, notes=notes or [], location=location,
+                                 cost=self.ledger.test_cost(nodeid))
+        self._gated(gate, outcome)
         if measured.head_runs:
             self.measurements[nodeid] = measured.head
         return outcome
+
+    def _gated(self, gate: TestGate, outcome: TestOutcome) -> None:
+        """What the session keeps of a gated test: its outcome, what its gate wrote or why
+        not, its gate's errors."""
+        self.outcomes.append(outcome)
+        self.written += [gate.written] if gate.written is not None else []
+        self.skipped_writes += [gate.skipped] if gate.skipped is not None else []
+        self.errors += gate.errors
 
     def fails(self, outcome: TestOutcome) -> bool:
         policy = self.policy()

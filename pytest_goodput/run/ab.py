@@ -37,7 +37,7 @@ from pytest_goodput.judge.sequential.ab import (
 from pytest_goodput.judge.sequential.ab_sweep import analyse_sweep, sweep_defs, sweep_round_values
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.measure.saturation import point_saturation
-from pytest_goodput.run.ab_gate import ABMeasured
+from pytest_goodput.run.gating import ABMeasured
 from pytest_goodput.run.remeasure import paced_by_client
 from pytest_goodput.run.runner import point_spec, run_once, valid_once
 from pytest_goodput.schema.outcomes.ab import ABResult, ABRound

@@ -1,6 +1,6 @@
 """The history around one gated test: recording main-branch runs and the creep gate.
 
-The plugin calls :func:`history_step` after gating a test; ``python -m pytest_goodput
+The gate (``run/gating.py``) takes :func:`history_step` after judging a test; ``python -m pytest_goodput
 history`` reads the same files through the same helpers, so the command and the gate
 cannot disagree.
 """
@@ -8,13 +8,14 @@ cannot disagree.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from pytest_goodput.judge.changepoints import DEFAULT_WINDOW, ChangePointsUnavailable, Series, creep_gate
 from pytest_goodput.judge.judge import metric_defs
 from pytest_goodput.measure.headline import session_metrics
 from pytest_goodput.schema.environment import Fingerprint
-from pytest_goodput.schema.runs.history import HistoryEntry
+from pytest_goodput.schema.runs.history import HistoryEntry, Trend
+from pytest_goodput.schema.outcomes.comparison import MetricComparison
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -45,13 +46,24 @@ def series_of(entries: Sequence[HistoryEntry], path: str) -> Optional[Series]:
                   accepted=[r[2] for r in runs])
 
 
+class HistoryStep(NamedTuple):
+    """What the history adds to one test's outcome: the creep gate's comparisons, trend charts
+    and warnings, or an error that fails the test; ``errors``: the session's (a history that
+    could not be written)."""
+
+    comparisons: Sequence[MetricComparison] = ()
+    trends: Sequence[Trend] = ()
+    notes: Sequence[str] = ()
+    error: Optional[str] = None
+    errors: Sequence[str] = ()
+
+
 def apply_history_gate(outcome: TestOutcome, spec: ScenarioSpec, directory: Path, *,
-                       tolerance: Optional[float] = None, window: int = DEFAULT_WINDOW,
-                       ) -> tuple[TestOutcome, list[str]]:
+                       tolerance: Optional[float] = None, window: int = DEFAULT_WINDOW) -> HistoryStep:
     """The creep gate for one pull-request run: its gated metrics against the test's history
     of the same identity. Crept metrics become *regressed* comparisons (method ``creep``);
-    they and metrics already regressed get a trend chart. Returns warnings about damaged
-    history lines; raises :class:`ChangePointsUnavailable` without the ``history`` extra."""
+    they and metrics already regressed get a trend chart; damaged history lines are warned
+    about. Raises :class:`ChangePointsUnavailable` without the ``history`` extra."""
     read = store.read(store.path_for(directory, outcome.nodeid), outcome.nodeid)
     identity = Fingerprint.from_flat(outcome.current_env).identity
     entries = [e for e in read.entries if e.environment.identity == identity]
@@ -60,21 +72,17 @@ def apply_history_gate(outcome: TestOutcome, spec: ScenarioSpec, directory: Path
     comparisons, trends = creep_gate(
         series, dict(outcome.key_metrics), [(d.path, d.direction, d.tolerance) for d in defs],
         window=window, regressed=[c.metric for c in outcome.regressed])
-    if not comparisons and not trends:
-        return outcome, read.warnings
-    return outcome.model_copy(update={"comparisons": [*outcome.comparisons, *comparisons],
-                                      "trends": [*outcome.trends, *trends]}), read.warnings
+    return HistoryStep(comparisons, trends, list(read.warnings))
 
 
 def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Session], *,
-                 directory: Path, record: bool, gate: bool, tolerance: Optional[float] = None,
-                 window: int = DEFAULT_WINDOW) -> tuple[TestOutcome, list[str]]:
-    """What the plugin does with the history after gating one test: in update mode, append
-    the recorded sessions (when the baseline was written) with the gated metrics' verdicts
-    against the baseline they replace; with the creep gate on, judge the
-    run against the history. Returns the outcome and errors for the session (a history that
-    could not be written)."""
-    if record and outcome.baseline_status == "updated":
+                 directory: Path, record: bool, written: bool, gate: bool,
+                 tolerance: Optional[float] = None, window: int = DEFAULT_WINDOW) -> HistoryStep:
+    """What the history does after one test is judged (``outcome``, read only): in update
+    mode, append the recorded sessions (when the baseline was ``written``) with the gated
+    metrics' verdicts against the baseline they replace; with the creep gate on, judge the
+    run against the history."""
+    if record and written:
         defs = metric_defs(spec, tolerance)
         tolerances = {d.path: d.tolerance for d in defs}
         try:
@@ -83,14 +91,11 @@ def history_step(outcome: TestOutcome, spec: ScenarioSpec, sessions: Sequence[Se
                          verdicts={c.metric: c.verdict for c in outcome.comparisons
                                    if c.metric in tolerances})
         except OSError as exc:
-            return outcome, [f"{outcome.nodeid}: history not recorded: {exc}"]
-        return outcome, []
+            return HistoryStep(errors=[f"{outcome.nodeid}: history not recorded: {exc}"])
+        return HistoryStep()
     if not gate or record or outcome.error:
-        return outcome, []
+        return HistoryStep()
     try:
-        gated, warnings = apply_history_gate(outcome, spec, directory, tolerance=tolerance, window=window)
+        return apply_history_gate(outcome, spec, directory, tolerance=tolerance, window=window)
     except (ChangePointsUnavailable, store.HistoryError) as exc:
-        return outcome.model_copy(update={"error": f"--goodput-history-gate: {exc}"}), []
-    if warnings:
-        gated = gated.model_copy(update={"notes": [*gated.notes, *warnings]})
-    return gated, []
+        return HistoryStep(error=f"--goodput-history-gate: {exc}")

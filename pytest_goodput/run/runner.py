@@ -16,7 +16,6 @@ from pytest_goodput.load.client.event_loop import RunInterrupted
 from pytest_goodput.load.pools import RunStopped
 from pytest_goodput.load.sending.loops import ProgressFn
 from pytest_goodput.load.scenario import run_scenario
-from pytest_goodput.load.trace import with_trace_digest
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.run.capacity import search
@@ -135,8 +134,9 @@ def measure(
     ``stage(text)`` names each run as it starts (``point 2/4``, ``probe 3``, ``repeat 1/2``).
     Ctrl-C raises ``RunInterrupted``, a worker that crashed or hung ``RunStopped``, with a
     ``Session`` of the runs made so far, the last one partial (marked ``interrupted``).
+    ``spec`` is measured as given: a trace replay's digest is filled in where the spec is
+    built (``load/trace.identified_spec``), never here.
     """
-    spec = with_trace_digest(spec)
     try:
         return _measure(spec, engine, progress, stage)
     except (RunInterrupted, RunStopped) as exc:  # the runs made so far, the last one partial

@@ -9,7 +9,7 @@ quoting the argument as written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -24,13 +24,16 @@ def marker_arguments() -> list[str]:
     return sorted({*ScenarioSpec.model_fields, *AB_KEYS})
 
 
-def check_marker(args: dict[str, Any], where: str) -> tuple[dict[str, Any], ABOptions]:
-    """The scenario's arguments and the A/B options of a marker, or :class:`SpecError` naming
-    the test (``where``) and each bad argument."""
+def check_marker(args: dict[str, Any], where: str,
+                 build: Callable[[dict[str, Any]], ScenarioSpec] = ScenarioSpec.model_validate,
+                 ) -> tuple[ScenarioSpec, dict[str, Any], ABOptions]:
+    """The spec a marker's arguments make (``build``: validated, with what the caller adds), its
+    scenario arguments and its A/B options; or :class:`SpecError` naming the test (``where``)
+    and each bad argument. The spec is built here once, not checked and built again."""
     spec_args, options = split_ab_args(args, where)
     problems = [*not_applicable(args), *quoted_numbers(spec_args, ScenarioSpec)]
     try:
-        ScenarioSpec.model_validate(spec_args)
+        spec = build(spec_args)
     except ValidationError as err:
         # With arguments refused, rules across arguments are left out: they may say again what
         # the refusal says, and are checked once the marker names only what applies.
@@ -39,10 +42,14 @@ def check_marker(args: dict[str, Any], where: str) -> tuple[dict[str, Any], ABOp
             raise SpecError(text) from None
         more = text.splitlines()[1:]
         named = [e["loc"][0] for e in err.errors() if e["loc"] and isinstance(e["loc"][0], str)]
+    except SpecError:  # what the arguments name is unusable (a trace file): after their own problems
+        if not problems:
+            raise
+        more, named = [], []
     else:
         more, named = [], []
     if problems:
         names = list(dict.fromkeys([*(name for name, _ in problems), *named]))
         raise SpecError("\n".join([f"{where}: invalid goodput arguments: {', '.join(names)}",
                                    *(f"  {why}" for _, why in problems), *more]))
-    return spec_args, options
+    return spec, spec_args, options

@@ -140,7 +140,8 @@ class ScenarioSpec(BaseModel):
     trace_start_s: float = Field(0.0, ge=0, description="skip the trace's first seconds (trace time)")
     trace_block_size: int = Field(512, ge=1, description="tokens per hash_ids block (Mooncake: 512)")
     trace_sha256: Optional[str] = Field(None, pattern="^[0-9a-f]{64}$", description="the trace file's "
-                                        "content digest: filled in when run; set, it pins the file")
+                                        "content digest: filled in when the spec is built (a test: at "
+                                        "collection); set, it pins the file")
     # --- images (vision-language chat requests; docs/workloads.md, "Images") -------------
     images_per_request: Union[int, tuple[int, ...]] = Field(
         0, description="images per chat request; a list draws one of its values per request")
