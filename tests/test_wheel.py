@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import email
 import subprocess
+import sys
+import tarfile
 import zipfile
 
 import pytest
@@ -21,6 +23,20 @@ pytestmark = pytest.mark.slow
 
 TEMPLATES = sorted(p.name for p in (ROOT / "pytest_goodput/templates/github").iterdir())
 REPOSITORY = "https://github.com/pytest-goodput/pytest-goodput"
+
+
+def test_the_sdist_and_the_wheel_pass_twine_check_and_the_sdist_is_complete(wheel):
+    """What PyPI would be given: both distributions pass ``twine check`` (metadata, the README
+    rendered as the long description), and the wheel was built from the sdist."""
+    (sdist,) = wheel.parent.glob("*.tar.gz")
+    assert sdist.name == f"pytest_goodput-{__version__}.tar.gz"
+    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
+    with tarfile.open(sdist) as t:
+        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+    assert {"LICENSE", "README.md", "pyproject.toml", "pytest_goodput/templates/github/goodput.yml"} <= names
 
 
 def test_the_wheel_ships_the_workflows_the_license_and_the_metadata(wheel):

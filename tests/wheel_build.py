@@ -25,14 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built by the build backend from a copy of what a release is made of."""
+    """The wheel, built by the build backend as a release is: the sdist from a copy of what a
+    release is made of, then the wheel from the sdist (so the sdist is complete); the sdist
+    sits beside it."""
     src = tmp_path_factory.mktemp("src")
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src)
     shutil.copytree(ROOT / "pytest_goodput", src / "pytest_goodput",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = tmp_path_factory.mktemp("dist")
-    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
+    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(src)],
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     (whl,) = dist.glob("*.whl")
