@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from pytest_goodput.judge.noise.recording import FAMILY_ALPHA, Outlier, session_outliers
-from pytest_goodput.judge.scalar.values import group_value
+from pytest_goodput.judge.values import group_value
 from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.sim.model import SimRequest, simulate

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from pytest_goodput.judge.scalar.values import common_prefix, metric_value, pooled
+from pytest_goodput.judge.values import common_prefix, metric_value, pooled
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.requests.prefix import prefix_groups_of, prefix_text
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_goodput.judge.scalar.values import metric_value
+from pytest_goodput.judge.values import metric_value
 from pytest_goodput.load.client.http import OpenAIClient
 from pytest_goodput.load.requests.reasoning_controls import reasoning_body
 from pytest_goodput.measure.records.exchange import RequestPlan
