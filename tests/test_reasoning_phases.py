@@ -9,7 +9,7 @@ import pytest
 
 from pytest_goodput.judge.values import metric_value
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.load.requests.reasoning_controls import reasoning_body
+from pytest_goodput.load.requests.controls import reasoning_body
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.measure.metrics import percentile_checks, summarize
 from pytest_goodput.schema import registry
