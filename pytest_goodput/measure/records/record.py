@@ -51,7 +51,7 @@ from pytest_goodput.measure.records.response import (
     parse_stream,
 )
 from pytest_goodput.measure.records.tokens import token_counter
-from pytest_goodput.measure.outputs.fingerprint import output_print
+from pytest_goodput.measure.outputs.agreement import output_print
 from pytest_goodput.schema.runs.engine_clock import EngineTiming
 from pytest_goodput.schema.runs.results import RequestRecord
 
