@@ -55,7 +55,7 @@ from pytest_goodput.load.client.keepalive import KeepAlive, get_on
 from pytest_goodput.load.client.pool import ConnectTimeout, Pool
 from pytest_goodput.load.client.turns import WriteTurns
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
-from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.addresses import normalize_base_url
 from pytest_goodput.schema.redaction import redact
 
 APIS = ("completions", "chat")
