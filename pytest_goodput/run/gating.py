@@ -26,7 +26,7 @@ from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.history import HistoryStep, history_step
 from pytest_goodput.run.launches import refusal
-from pytest_goodput.run.server import from_summary, server_summary, to_summary, without_server_view
+from pytest_goodput.run.engine_view import from_summary, server_summary, to_summary, without_server_view
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.ab import ABResult
 from pytest_goodput.schema.outcomes.cost import TestCost
