@@ -20,7 +20,7 @@ from pytest_goodput.judge.attribution import attributed
 from pytest_goodput.judge.changepoints import DEFAULT_WINDOW
 from pytest_goodput.judge.evidence import from_baseline, from_session, from_sessions, judged
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
-from pytest_goodput.judge.noise.recording import outlier_notes, recording_outliers
+from pytest_goodput.judge.noise.outliers import outlier_notes, recording_outliers
 from pytest_goodput.judge.sequential.ab_outcome import ab_outcome
 from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.measure.sketched import sketch_note
