@@ -162,7 +162,7 @@ def test_conversations_carry_a_prefix_on_their_first_turn_only():
 
 
 def test_the_cli_table_shows_turns_and_the_cache():
-    from pytest_goodput.report.text.summary import render_result
+    from pytest_goodput.report.text.run_result import render_result
 
     spec = build_spec(dict(scenario="concurrency", concurrency=2, api="chat", turns=3, requests=6))
     text = render_result(summarize(CONVERSATIONS, spec, HEALTHY))

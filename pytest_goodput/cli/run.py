@@ -18,7 +18,7 @@ from pytest_goodput.load.selfcheck import capture
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import identified_spec
 from pytest_goodput.report.exports import run_tests, write_exports
-from pytest_goodput.report.text.summary import render_result
+from pytest_goodput.report.text.run_result import render_result
 from pytest_goodput.run.runner import measure
 from pytest_goodput.schema.addresses import RAY_LOCAL, RayAddressError
 from pytest_goodput.schema.runs.results import RunResult
