@@ -39,7 +39,7 @@ from gate_quality import GATED  # noqa: E402
 from test_ab_properties import samples as _samples  # noqa: E402  (the tests' failing runs)
 
 from pytest_goodput.judge.sequential.ab import DEFAULT_RULE, RULES, StoppingRule, analyse  # noqa: E402
-from pytest_goodput.judge.scalar.values import metric_value  # noqa: E402
+from pytest_goodput.judge.values import metric_value  # noqa: E402
 from pytest_goodput.judge.scalar.verdicts import MetricDef  # noqa: E402
 from pytest_goodput.run.ab import ab_metrics, run_ab  # noqa: E402
 from pytest_goodput.schema.outcomes.ab import ABRound  # noqa: E402

@@ -28,7 +28,7 @@ import numpy as np
 
 from pytest_goodput import stats
 from pytest_goodput.judge.scalar.intervals import paired_half_widths
-from pytest_goodput.judge.scalar.values import metric_value
+from pytest_goodput.judge.values import metric_value
 from pytest_goodput.run.gating import DEFAULT_SESSIONS
 from pytest_goodput.judge.scalar.verdicts import CONFIDENCE, MetricDef, compare_metric
 from pytest_goodput.schema import registry

@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 
 from pytest_goodput.judge.output_guard import output_comparison
-from pytest_goodput.measure.outputs.fingerprint import output_print
+from pytest_goodput.measure.outputs.agreement import output_print
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.stats.binomial import wilson_interval

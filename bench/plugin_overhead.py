@@ -49,7 +49,7 @@ CORE_PREFIXES = tuple(f"pytest_goodput.{p}" for p in (
     "schema", "stats", "measure", "judge", "load", "engines", "sim", "store", "run",
     "report", "cli", "plugin.session", "plugin.harness", "plugin.machine"))
 #: Plain-Python modules (no third-party import) the settings table checks values with.
-SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.ray_address")
+SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.addresses")
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:

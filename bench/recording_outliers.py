@@ -10,8 +10,8 @@ SLOs (goodput, P99 TTFT, P99 TPOT), at their default tolerances.
 
 A pool of clean sessions and one of slowed sessions are simulated once per noise setting;
 each session's value of every gated metric is computed once (``values.group_value``, as
-``judge.noise.recording.recording_outliers`` does), and each trial draws its sessions from the pools
-without replacement and runs ``judge.noise.recording.session_outliers`` on their values, the rule
+``judge.noise.outliers.recording_outliers`` does), and each trial draws its sessions from the pools
+without replacement and runs ``judge.noise.outliers.session_outliers`` on their values, the rule
 recording applies to the baseline it wrote.
 Printed per noise setting and session count: the share of clean recordings that name any
 session (the false-flag rate), and with the last session slowed, the share that name it
@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from pytest_goodput.judge.noise.recording import FAMILY_ALPHA, Outlier, session_outliers
-from pytest_goodput.judge.scalar.values import group_value
+from pytest_goodput.judge.noise.outliers import FAMILY_ALPHA, Outlier, session_outliers
+from pytest_goodput.judge.values import group_value
 from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.sim.model import SimRequest, simulate

@@ -1,7 +1,7 @@
 """Does sampling the engine's ``/metrics`` during a run disturb the client? Side by side.
 
 The runner scrapes ``/metrics`` every second in a thread of the client's process
-(``pytest_goodput.run.server.GaugeSampler``). A thread holding the GIL delays the client's
+(``pytest_goodput.run.engine_view.GaugeSampler``). A thread holding the GIL delays the client's
 event loop, which the self-check would see as loop lag. This runs the same closed-loop
 scenario on one simulator with the sampler on and off, alternating, and prints each run's
 event-loop lag P99 against its limit and the medians of both groups.
@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_goodput.engines.engine import simulator
 from pytest_goodput.run import runner
-from pytest_goodput.run.server import GaugeSampler
+from pytest_goodput.run.engine_view import GaugeSampler
 from pytest_goodput.schema.scenario.spec import build_spec
 
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_goodput.judge.sequential.ab import analyse, round_order
-from pytest_goodput.judge.scalar.values import metric_value
+from pytest_goodput.judge.values import metric_value
 from pytest_goodput.judge.scalar.verdicts import MetricDef
 from pytest_goodput.schema.outcomes.ab import ABResult, ABRound
 from pytest_goodput.schema.runs.results import Samples

@@ -132,7 +132,7 @@ def test_identity_ignores_new_fields_at_default_and_gate_settings():
 def test_an_older_session_keeps_its_own_numbers_not_the_engines_view():
     """Only the newest stored session keeps the engine's clocks and gauges (the report shows the
     newest's); the acceptance rate, judged per session, stays on every one."""
-    from pytest_goodput.run.server import without_server_view
+    from pytest_goodput.run.engine_view import without_server_view
     from pytest_goodput.schema.runs.session import Session
 
     s = Session(summary={"metrics.ttft_ms.p50": 12.0, "server.engine_ttft_mean_ms": 10.0,

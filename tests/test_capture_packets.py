@@ -175,7 +175,7 @@ def test_the_filter_program_keeps_only_the_engine_port() -> None:
 
 
 def test_the_summary_line_says_which_stamps_and_how_many_were_mapped() -> None:
-    from pytest_goodput.report.text.summary import receive_line
+    from pytest_goodput.report.text.run_result import receive_line
     from pytest_goodput.schema.runs.results import Distribution, ReceiveTimestamps
 
     assert receive_line(ReceiveTimestamps(source="read", reason="capture off")) == "read time (capture off)"
@@ -187,7 +187,7 @@ def test_the_summary_line_says_which_stamps_and_how_many_were_mapped() -> None:
 
 
 def test_a_tests_receive_note_sums_the_runs_hand_computed():
-    from pytest_goodput.report.text.summary import receive_note
+    from pytest_goodput.report.text.run_result import receive_note
     from pytest_goodput.schema.runs.results import ReceiveTimestamps
 
     class Spec:

@@ -19,7 +19,7 @@ from pytest_goodput.load.client.event_loop import new_event_loop, run
 from pytest_goodput.load.client.http import OpenAIClient, check_reachable
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.records.record import to_record
-from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.addresses import normalize_base_url
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from pytest_goodput.judge.scalar.values import common_prefix, metric_value, pooled
+from pytest_goodput.judge.values import common_prefix, metric_value, pooled
 from pytest_goodput.load.plan import Supply
 from pytest_goodput.load.requests.prefix import prefix_groups_of, prefix_text
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
@@ -162,7 +162,7 @@ def test_conversations_carry_a_prefix_on_their_first_turn_only():
 
 
 def test_the_cli_table_shows_turns_and_the_cache():
-    from pytest_goodput.report.text.summary import render_result
+    from pytest_goodput.report.text.run_result import render_result
 
     spec = build_spec(dict(scenario="concurrency", concurrency=2, api="chat", turns=3, requests=6))
     text = render_result(summarize(CONVERSATIONS, spec, HEALTHY))

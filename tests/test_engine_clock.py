@@ -19,7 +19,6 @@ from pytest_goodput.engines.prometheus import families
 from pytest_goodput.judge.attribution import ENGINE_SHARE, attribute, with_attribution
 from pytest_goodput.measure.clocks.histogram import delta, mean_ms, merge, percentile_bounds_ms
 from pytest_goodput.measure.clocks.summary import clock_summary
-from pytest_goodput.measure.clocks.timing import engine_timing
 from pytest_goodput.measure.records.response import parse_body, parse_stream
 from pytest_goodput.report.md.clock import clock_block
 from pytest_goodput.report.md.markdown import render_markdown
@@ -92,11 +91,12 @@ def test_an_engine_without_histograms_has_no_engine_clock():
 
 
 def test_per_request_metrics_are_read_as_vllm_sends_them():
-    t = engine_timing({"time_to_first_token_ms": 8.0, "queue_time_ms": 2, "generation_time_ms": 30.0,
-                       "mean_itl_ms": None, "tokens_per_second": True, "other": 1})
+    t = EngineTiming.from_metrics({"time_to_first_token_ms": 8.0, "queue_time_ms": 2, "generation_time_ms": 30.0,
+                                   "mean_itl_ms": None, "tokens_per_second": True, "other": 1})
     assert t == EngineTiming(time_to_first_token_ms=8.0, queue_time_ms=2.0, generation_time_ms=30.0)
     assert t.ttft_from_queue_ms() == 10.0  # vLLM's TTFT counts from scheduling: the queue is added
-    assert engine_timing(None) is None and engine_timing({}) is None and engine_timing({"queue_time_ms": -1}) is None
+    read = EngineTiming.from_metrics
+    assert read(None) is None and read({}) is None and read({"queue_time_ms": -1}) is None
 
 
 def _rec(i: int, ttft: float, engine_ttft: float, queue: float) -> RequestRecord:

@@ -15,7 +15,7 @@ from faultserver import serve_in_thread  # noqa: E402
 from pytest_goodput.load.client.event_loop import run  # noqa: E402
 from pytest_goodput.load.client.connection import RequestNotWritten  # noqa: E402
 from pytest_goodput.load.client.http import OpenAIClient  # noqa: E402
-from pytest_goodput.load.client.pool import ConnectError, ConnectTimeout, Pool  # noqa: E402
+from pytest_goodput.load.client.connection_pool import ConnectError, ConnectTimeout, Pool  # noqa: E402
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan  # noqa: E402
 from pytest_goodput.measure.records.record import to_record  # noqa: E402
 

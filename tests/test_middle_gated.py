@@ -92,7 +92,7 @@ def test_the_bench_judges_the_gate_before_and_the_registry_default(monkeypatch: 
 
 
 def test_the_gated_p90_hand_computed() -> None:
-    from pytest_goodput.judge.scalar.values import metric_value
+    from pytest_goodput.judge.values import metric_value
     from pytest_goodput.schema.runs.results import Samples
 
     ttft = [float(v) for v in range(10, 101, 10)]

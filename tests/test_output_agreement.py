@@ -8,9 +8,9 @@ import pytest
 from pytest_goodput.judge import judge
 from pytest_goodput.judge.output_guard import output_comparison
 from pytest_goodput.judge.sequential.head_launches import look, settle
-from pytest_goodput.load.requests.sampling import sampling_body
+from pytest_goodput.load.requests.controls import sampling_body
 from pytest_goodput.report.md.markdown import render_markdown
-from pytest_goodput.measure.outputs.fingerprint import agreed_prefix, agreement, output_print
+from pytest_goodput.measure.outputs.agreement import agreed_prefix, agreement, output_print
 from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.outcomes.outcome import TestOutcome as Outcome
 from pytest_goodput.schema.runs.results import Samples

@@ -23,7 +23,7 @@ CORE = ("pytest_goodput.schema", "pytest_goodput.stats", "pytest_goodput.judge",
         "pytest_goodput.plugin.harness", "pytest_goodput.plugin.machine")
 #: Plain-Python modules (no pydantic, no third-party import) the settings table checks values
 #: with: the syntax of a CPU list, the forms of a Ray address.
-SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.ray_address",
+SETTINGS_CHECKS = ("pytest_goodput.schema", "pytest_goodput.schema.cpus", "pytest_goodput.schema.addresses",
                    "pytest_goodput.schema.precedence")
 
 RECORD_MODULES = """

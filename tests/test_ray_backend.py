@@ -34,7 +34,7 @@ from pytest_goodput.load.pools.ray.actor import LoadWorker
 from pytest_goodput.load.scenario import run_scenario
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.plugin.settings import SettingsError, resolve
-from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
+from pytest_goodput.schema.addresses import RayAddressError, check_ray_address
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from test_shard import _view  # the process backend's own comparison
 

@@ -15,7 +15,7 @@ import pytest
 from pytest_goodput.judge.judge import Policy, judge
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.judge.slos import run_slo_outcomes
-from pytest_goodput.judge.scalar.values import metric_value, pooled
+from pytest_goodput.judge.values import metric_value, pooled
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.headline import key_metrics
 from pytest_goodput.measure.metrics import is_good, summarize

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from pytest_goodput.judge.scalar.values import metric_value
+from pytest_goodput.judge.values import metric_value
 from pytest_goodput.load.client.http import OpenAIClient
-from pytest_goodput.load.requests.reasoning_controls import reasoning_body
+from pytest_goodput.load.requests.controls import reasoning_body
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.measure.metrics import percentile_checks, summarize
 from pytest_goodput.schema import registry
@@ -143,7 +143,7 @@ def test_simulator_scales_reasoning_by_effort_and_caps_it_by_budget():
 
 
 def test_the_run_table_shows_ttfo_and_phase_tpot_for_a_reasoning_run():
-    from pytest_goodput.report.text.summary import render_result
+    from pytest_goodput.report.text.run_result import render_result
 
     spec = build_spec({"scenario": "server", "rate": 10, "requests": 2, "api": "chat"})
     health = ClientHealth(valid=True, cpu_utilization=0.1)

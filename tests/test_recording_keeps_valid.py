@@ -17,7 +17,7 @@ import pytest_goodput.load.coordinator  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
-from pytest_goodput.judge.identity import what_changed
+from pytest_goodput.judge.comparability import what_changed
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.plugin import harness as harness_mod
 from pytest_goodput.run.launches import Launches, kept_sessions, refusal, valid_session

@@ -15,7 +15,7 @@ import pytest_goodput.plugin.harness  # noqa: F401
 import pytest_goodput.plugin.session  # noqa: F401
 import pytest_goodput.report.files  # noqa: F401
 import pytest_goodput.run.gating  # noqa: F401
-from pytest_goodput.judge.noise.recording import (
+from pytest_goodput.judge.noise.outliers import (
     OUTLIER_NOTE,
     Outlier,
     describe,

@@ -7,7 +7,7 @@ import json
 
 import report_fixtures as fx
 
-from pytest_goodput.report.schemas import export_schemas
+from pytest_goodput.report.exports import export_schemas
 from pytest_goodput.report.vocabulary import (
     canonical_metric,
     fmt_change,
@@ -191,7 +191,7 @@ def test_export_schemas(tmp_path):
 
 
 def test_committed_schemas_are_current(tmp_path):
-    """docs/schema/ must match the models: regenerate with report.schemas.export_schemas('docs/schema')."""
+    """docs/schema/ must match the models: regenerate with report.exports.export_schemas('docs/schema')."""
     from pathlib import Path
 
     docs = Path(__file__).resolve().parent.parent / "docs" / "schema"

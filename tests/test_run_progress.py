@@ -17,7 +17,7 @@ from pytest_goodput.plugin.settings import resolve
 from pytest_goodput.report.progress import Progress, remeasure_line
 from pytest_goodput.run import runner
 from pytest_goodput.run.capacity import Probe, remaining_probes
-from pytest_goodput.run.server import GaugeSampler, GaugeScraper, from_summary, gauge_stats, server_summary, to_summary
+from pytest_goodput.run.engine_view import GaugeSampler, GaugeScraper, from_summary, gauge_stats, server_summary, to_summary
 from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import Goodput
 from pytest_goodput.schema.scenario.spec import build_spec

@@ -159,7 +159,7 @@ def test_reports_say_a_run_was_sketched():
     from report_fixtures import passed
 
     from pytest_goodput.report.md.markdown import render_markdown
-    from pytest_goodput.report.text.summary import render_result
+    from pytest_goodput.report.text.run_result import render_result
     from pytest_goodput.report.text.terminal import render_summary
 
     spec, records, _ = CASES["server"]

@@ -21,7 +21,7 @@ from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 from pytest_goodput.measure.metrics import summarize
 from pytest_goodput.measure.records.record import to_record
 from pytest_goodput.report.md.md_context import why_block
-from pytest_goodput.run.server import server_summary
+from pytest_goodput.run.engine_view import server_summary
 from pytest_goodput.schema.runs.results import ClientHealth, RunResult
 from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.sim.model import EngineModel

@@ -18,7 +18,7 @@ from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.scenario.spec import build_spec
 from pytest_goodput.schema.outcomes.workload_check import PromptSet
-from pytest_goodput.stats.welch import welch_different
+from pytest_goodput.stats.student import welch_different
 
 SPEC = build_spec({"scenario": "server", "rate": 10, "requests": 8, "isl": 12, "osl": 4, "seed": 5})
 

@@ -32,7 +32,7 @@ from pytest_goodput.cli.run import EXIT_FAIL, EXIT_INVALID, EXIT_OK, export_flag
 from pytest_goodput.report.exports import write_exports
 from pytest_goodput.report.md.markdown import render_markdown
 from pytest_goodput.report.text.terminal import render_summary
-from pytest_goodput.run.server import with_server
+from pytest_goodput.run.engine_view import with_server
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.side import Side
 from pytest_goodput.store.foreign import load_foreign

@@ -18,9 +18,9 @@ from pytest_goodput.load.selfcheck import capture
 from pytest_goodput.load import ray_runtime
 from pytest_goodput.load.trace import identified_spec
 from pytest_goodput.report.exports import run_tests, write_exports
-from pytest_goodput.report.text.summary import render_result
+from pytest_goodput.report.text.run_result import render_result
 from pytest_goodput.run.runner import measure
-from pytest_goodput.schema.ray_address import LOCAL, RayAddressError
+from pytest_goodput.schema.addresses import RAY_LOCAL, RayAddressError
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
 from pytest_goodput.store.files import write_atomic
@@ -185,7 +185,7 @@ def export_flag(ns: argparse.Namespace) -> list[str]:
 
 def add_ray_flag(p: argparse.ArgumentParser) -> None:
     """``--ray [ADDRESS]``, shared by ``run`` and ``ab``: alone, a Ray runtime started here."""
-    p.add_argument("--ray", nargs="?", const=LOCAL, metavar="ADDRESS",
+    p.add_argument("--ray", nargs="?", const=RAY_LOCAL, metavar="ADDRESS",
                    help="run the load workers on Ray actors: alone (or local), on a Ray runtime "
                    "started here; ADDRESS joins a cluster: auto, HOST:PORT or ray://HOST:PORT "
                    "(pytest-goodput[ray])")

@@ -18,7 +18,7 @@ import httpx
 from pytest_goodput._version import __version__
 from pytest_goodput.engines.launch import launch as start
 from pytest_goodput.schema.cpus import format_cpus
-from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.addresses import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register_env, register_url
 
 EngineKind = Literal["attach", "launch", "simulator"]

@@ -33,7 +33,7 @@ from pytest_goodput.engines.procgroup import (
     untrack,
 )
 from pytest_goodput.schema.cpus import format_cpus
-from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.addresses import normalize_base_url
 from pytest_goodput.schema.redaction import redact, register, register_command, secret_name
 
 __all__ = ["EngineStartError", "LaunchedEngine", "launch", "free_port"]

@@ -17,8 +17,7 @@ from pytest_goodput.judge.shapes.degradation import degradation_comparison
 from pytest_goodput.judge.shapes.frontier import compare_by_load, compare_frontiers, frontier_metric
 from pytest_goodput.judge.noise.frontier_noise import sweep_noise
 from pytest_goodput.judge.noise.main_level import is_series, level_notes, level_spreads, main_level
-from pytest_goodput.judge.identity import identity_mismatches, what_changed
-from pytest_goodput.judge.imported import clients_note, prompts_note
+from pytest_goodput.judge.comparability import clients_note, identity_mismatches, prompts_note, what_changed
 from pytest_goodput.judge.noise.power_plan import noise_split
 from pytest_goodput.judge.shapes.saturation import saturation_comparison
 from pytest_goodput.judge.noise.sittings import sittings

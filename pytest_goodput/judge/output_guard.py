@@ -4,7 +4,7 @@ A kernel or quantisation change that speeds decoding by producing other tokens r
 *improved* on every speed metric; the guard pairs the speed verdicts with an output check
 (``docs/metrics.md``, "Output agreement"; ``docs/decisions.md``, "Output guard"). With
 deterministic sampling each run keeps its outputs' fingerprints by prompt
-(``measure/outputs/fingerprint.py``). Engines are not batch-invariant: greedy outputs of one
+(``measure/outputs/agreement.py``). Engines are not batch-invariant: greedy outputs of one
 prompt can differ between runs of the same engine as batches form differently, so the
 threshold is measured, not 100 %:
 
@@ -30,7 +30,7 @@ from itertools import combinations
 from typing import Mapping, Optional, Sequence
 
 from pytest_goodput.judge.scalar.verdicts import decide
-from pytest_goodput.measure.outputs.fingerprint import PREFIX_CHARS, agreed_prefix, agreement
+from pytest_goodput.measure.outputs.agreement import PREFIX_CHARS, agreed_prefix, agreement
 from pytest_goodput.schema.outcomes.comparison import MetricComparison
 from pytest_goodput.schema.registry import OUTPUT_AGREEMENT
 from pytest_goodput.schema.runs.results import Samples

@@ -15,7 +15,7 @@ import numpy as np
 from pytest_goodput import stats
 from pytest_goodput.schema import registry
 from pytest_goodput.schema.runs.results import Samples
-from pytest_goodput.stats.numbers import finite
+from pytest_goodput.stats.inputs import finite
 
 #: Runs grouped by recorded session (oldest first): the unit of run-to-run noise.
 Sessions = Sequence[Sequence[Samples]]

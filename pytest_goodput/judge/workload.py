@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from pytest_goodput.judge.values import Sessions, as_sessions
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.outcomes.workload_check import LengthChange, LengthColumn, WorkloadCheck
-from pytest_goodput.stats.welch import welch_different
+from pytest_goodput.stats.student import welch_different
 
 #: Mean tokens per request changing by more than this (relative) can be a workload change.
 LENGTH_CHANGE = 0.10

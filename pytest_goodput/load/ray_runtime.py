@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from pytest_goodput.load.pools.ray.actors import forget
 
-from pytest_goodput.schema.ray_address import LOCAL, check_ray_address
+from pytest_goodput.schema.addresses import RAY_LOCAL, check_ray_address
 
 #: Object store of a local runtime: a run's results travel as small column arrays.
 LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
@@ -36,7 +36,7 @@ def configure(address: Optional[str]) -> None:
 
 
 def address() -> str:
-    return _address or LOCAL
+    return _address or RAY_LOCAL
 
 
 def ensure() -> Any:
@@ -51,14 +51,14 @@ def ensure() -> Any:
         return ray
     where = address()
     try:
-        if where == LOCAL:
+        if where == RAY_LOCAL:
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False,
                      object_store_memory=LOCAL_OBJECT_STORE_BYTES, log_to_driver=False,
                      configure_logging=False)
         else:
             ray.init(address=where, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise RayUnavailableError(f"could not {'start' if where == LOCAL else 'join'} the Ray "
+        raise RayUnavailableError(f"could not {'start' if where == RAY_LOCAL else 'join'} the Ray "
                                   f"runtime at {where}: {exc}") from None
     _started = True
     return ray

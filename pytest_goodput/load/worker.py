@@ -23,8 +23,7 @@ from pytest_goodput.load.sending.conversation import conversation_loop, open_con
 from pytest_goodput.load.selfcheck.health import SelfCheck
 from pytest_goodput.load.sending.loops import ARM_LEAD_S, ProgressTicker, Sender, closed_loop, open_loop
 from pytest_goodput.load.plan import Job, Supply, owned
-from pytest_goodput.load.requests.reasoning_controls import reasoning_body
-from pytest_goodput.load.requests.sampling import sampling_body
+from pytest_goodput.load.requests.controls import controls_body
 from pytest_goodput.load.sketch import Sketcher, SketchPlan
 from pytest_goodput.measure.records.exchange import RequestPlan
 from pytest_goodput.schema.scenario.spec import ScenarioSpec
@@ -67,7 +66,7 @@ def open_client(init: Init, keep_wire: bool) -> OpenAIClient:
     return OpenAIClient(
         init.base_url, init.model, api=spec.api, stream=spec.stream, api_key_env=init.api_key_env,
         timeout_s=spec.timeout_s, max_connections=init.pool, ignore_eos=spec.ignore_eos,
-        extra_body={**reasoning_body(spec), **sampling_body(spec)}, keep_wire=keep_wire,
+        extra_body=controls_body(spec), keep_wire=keep_wire,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint, LoadKind
 from pytest_goodput.schema.runs.results import RunResult
-from pytest_goodput.stats.numbers import finite
+from pytest_goodput.stats.inputs import finite
 from pytest_goodput.stats.quantiles import percentile
 
 

@@ -12,6 +12,17 @@ whole requests at their completion would leave the first slice short by the requ
 in flight when the window opened (one E2E of completions), a warm-up that is only the
 windowing's. A slice with fewer than :data:`MIN_REQUESTS` completed requests shows its counts
 and rates but no medians, and the steady-state detector and the degradation gate skip it.
+
+The warm-up detector (:func:`steady_start`): the first slice in the run's steady state.
+``docs/metrics.md`` ("Steady state") is the contract. A slice is *steady* when each of its
+output throughput, TTFT P50 and TPOT P50 lies within a band of the next usable slice's: the
+band is :data:`BAND` (10 %; 15 % for TTFT's median, which is queueing over a few dozen
+requests) or three slice-to-slice SDs (``measure/degradation.py``), whichever is wider, so
+a noisy run is not all warm-up. Warm-up (a cold cache, compilation, a queue still filling)
+is a stretch of slices still changing from one to the next; the steady state begins at the
+first slice that agrees with the one after it. Comparing neighbours, not each slice with the
+whole run, keeps a run that degrades later from looking like one long warm-up. The slice
+must come before the last usable one (the degradation needs a later slice to compare with).
 """
 
 from __future__ import annotations
@@ -21,8 +32,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Optional
 
-from pytest_goodput.measure.degradation import degradation
-from pytest_goodput.measure.steady_start import steady_start
+from pytest_goodput.measure.degradation import METRICS, degradation, slice_noise, values
 from pytest_goodput.schema.runs.results import RequestRecord, RunResult, Window
 from pytest_goodput.schema.runs.slices import Slice, Slices
 from pytest_goodput.stats.quantiles import percentile
@@ -56,8 +66,8 @@ def completion(r: RequestRecord) -> float:
     return r.sent_at if r.sent_at is not None else r.scheduled_at
 
 
-def _median(values: Sequence[Optional[float]]) -> Optional[float]:
-    xs = sorted(v for v in values if v is not None and math.isfinite(v))
+def _median(column: Sequence[Optional[float]]) -> Optional[float]:
+    xs = sorted(v for v in column if v is not None and math.isfinite(v))
     return percentile(xs, 50) if len(xs) >= MIN_REQUESTS else None
 
 
@@ -107,7 +117,7 @@ def slice_of(records: Sequence[RequestRecord], start_s: float, seconds: float,
 
 def time_slices(records: Sequence[RequestRecord], window: Window, slice_s: float) -> Slices:
     """The slices of a run's measured requests over its window, with the steady state's start
-    (``measure/steady_start.py``) and the degradation (``measure/degradation.py``)."""
+    (:func:`steady_start`) and the degradation (``measure/degradation.py``)."""
     bounds = edges(window.start, window.end, slice_s)
     buckets: list[list[RequestRecord]] = [[] for _ in range(max(0, len(bounds) - 1))]
     for r in records:
@@ -141,3 +151,36 @@ def run_slices(result: RunResult) -> Optional[Slices]:
         s.steady_note += (f"; the {s.steady_from} slice(s) before it are warm-up: "
                           f"warmup_s={spec.warmup_s + s.steady_at_s:g} would leave them out")
     return s
+
+
+#: The narrowest band around the next slice's value a steady slice lies within, by field.
+BAND: dict[str, float] = {"output_tokens_per_s": 0.10, "ttft_ms_p50": 0.15, "tpot_ms_p50": 0.10}
+#: Slice-to-slice SDs the band spans at least.
+BAND_SDS = 3.0
+_LABEL = {"output_tokens_per_s": "output throughput", "ttft_ms_p50": "TTFT P50",
+          "tpot_ms_p50": "TPOT P50"}
+
+
+def steady_start(slices: Sequence[Slice]) -> tuple[Optional[int], str]:
+    """The index of the first steady slice (None: none before the last usable) and why."""
+    bands: dict[str, float] = {}
+    per_slice: dict[str, dict[int, float]] = {}
+    for field in METRICS.values():
+        vs = values(slices, field)
+        if len(vs) < 2:
+            continue
+        sigma = slice_noise([v for _, v in vs]) or 0.0
+        bands[field] = max(BAND[field], BAND_SDS * sigma)
+        per_slice[field] = dict(vs)
+    usable = [i for i, s in enumerate(slices) if not s.too_few]
+    if len(usable) < 2 or not bands:
+        return None, f"fewer than 2 slices with at least the requests a slice needs ({len(usable)})"
+    for i, after in zip(usable, usable[1:]):
+        off = [f for f, band in bands.items()
+               if i in per_slice[f] and after in per_slice[f]
+               and abs(per_slice[f][i] / per_slice[f][after] - 1.0) > band]
+        if not off:
+            names = ", ".join(f"{_LABEL[f]} ±{band:.0%}" for f, band in bands.items())
+            where = "the first slice" if i == 0 else f"slice {i + 1} of {len(slices)} (at {slices[i].start_s:g} s)"
+            return i, f"steady from {where}: within the next slice's values ({names})"
+    return None, "no slice agrees with the next one within its band: no steady state"

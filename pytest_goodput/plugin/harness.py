@@ -21,7 +21,7 @@ from pytest_goodput.load.selfcheck.capture import CaptureError
 from pytest_goodput.plugin.session import GoodputSession
 from pytest_goodput.plugin.spec import current, spec_with_overrides
 from pytest_goodput.report.progress import Progress, remeasure_line
-from pytest_goodput.report.text.summary import receive_note
+from pytest_goodput.report.text.run_result import receive_note
 from pytest_goodput.run.ab import ab_metrics, check_exclusive, measure_ab
 from pytest_goodput.run.gating import ABMeasured
 from pytest_goodput.run.interrupted import interrupted_outcome

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from pytest_goodput.schema.cpus import CpuSetError, parse_cpus
 from pytest_goodput.schema.precedence import pick
-from pytest_goodput.schema.ray_address import RayAddressError, check_ray_address
+from pytest_goodput.schema.addresses import RayAddressError, check_ray_address
 
 
 def _bool(v: Any) -> bool:

@@ -1,4 +1,5 @@
-"""``--goodput-export FORMAT=PATH``: a session's or a command's results written for other tools.
+"""What the product writes for other tools: ``--goodput-export FORMAT=PATH`` files and the JSON
+Schemas of its own result contracts (``docs/schema``).
 
 The formats are pure writers (``interop/writers``); this writes their documents, each all or
 nothing and redacted (``store.files.write_atomic``), and returns the paths written.
@@ -6,10 +7,12 @@ nothing and redacted (``store.files.write_atomic``), and returns the paths writt
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from pytest_goodput.interop.writers import ExportedTest, ExportError, export, parse_targets
+from pytest_goodput.schema.outcomes.ab import ABResult
 from pytest_goodput.schema.outcomes.outcome import TestOutcome
 from pytest_goodput.schema.runs.session import Session
 from pytest_goodput.schema.runs.results import RunResult
@@ -48,4 +51,18 @@ def write_exports(values: Optional[Sequence[str]], tests: list[ExportedTest],
             failed = failed or exc
     if failed is not None:
         raise failed
+    return written
+
+
+def export_schemas(directory: str | Path) -> list[Path]:
+    """Write the JSON Schemas of the results, outcome and A/B contracts, for tools that consume them."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in (("run_result", RunResult), ("test_outcome", TestOutcome), ("ab_result", ABResult)):
+        path = out / f"{name}.schema.json"
+        schema = model.model_json_schema()
+        schema.setdefault("$schema", "https://json-schema.org/draft/2020-12/schema")
+        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(path)
     return written

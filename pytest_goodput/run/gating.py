@@ -20,13 +20,13 @@ from pytest_goodput.judge.attribution import attributed
 from pytest_goodput.judge.changepoints import DEFAULT_WINDOW
 from pytest_goodput.judge.evidence import from_baseline, from_session, from_sessions, judged
 from pytest_goodput.judge.judge import Policy, judge, metric_defs
-from pytest_goodput.judge.noise.recording import outlier_notes, recording_outliers
+from pytest_goodput.judge.noise.outliers import outlier_notes, recording_outliers
 from pytest_goodput.judge.sequential.ab_outcome import ab_outcome
 from pytest_goodput.judge.sequential.head_launches import judge_look
 from pytest_goodput.measure.sketched import sketch_note
 from pytest_goodput.run.history import HistoryStep, history_step
 from pytest_goodput.run.launches import refusal
-from pytest_goodput.run.server import from_summary, server_summary, to_summary, without_server_view
+from pytest_goodput.run.engine_view import from_summary, server_summary, to_summary, without_server_view
 from pytest_goodput.schema.environment import Fingerprint
 from pytest_goodput.schema.outcomes.ab import ABResult
 from pytest_goodput.schema.outcomes.cost import TestCost

@@ -20,7 +20,7 @@ from pytest_goodput.measure.frontier import pareto_frontier, point_from_result
 from pytest_goodput.measure.saturation import point_saturation, saturation_record
 from pytest_goodput.run.capacity import search
 from pytest_goodput.run.remeasure import paced_by_client, until_valid
-from pytest_goodput.run.server import GaugeSampler, GaugeScraper
+from pytest_goodput.run.engine_view import GaugeSampler, GaugeScraper
 from pytest_goodput.schema.runs.results import RunResult
 from pytest_goodput.schema.runs.session import Session, Sweep
 from pytest_goodput.schema.scenario.spec import ScenarioSpec

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from pytest_goodput.sim import openai, vision
-from pytest_goodput.sim.metrics import metrics_registry
+from pytest_goodput.sim.metrics_endpoint import metrics_registry
 from pytest_goodput.sim.degrade import degrade_schedule
 from pytest_goodput.sim.model import EngineModel, RequestTooLong, draw_output_length
 from pytest_goodput.sim.clock import EngineClock

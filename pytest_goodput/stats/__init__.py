@@ -21,8 +21,7 @@ from pytest_goodput.stats.bootstrap import (
     paired_index_chunks,
     paired_indices,
 )
-from pytest_goodput.stats.confidence import check_confidence, z_value
-from pytest_goodput.stats.numbers import finite
+from pytest_goodput.stats.inputs import check_confidence, finite, z_value
 from pytest_goodput.stats.quantiles import (
     Interval,
     Statistic,

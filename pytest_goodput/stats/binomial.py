@@ -9,7 +9,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from pytest_goodput.stats.confidence import check_confidence, z_value
+from pytest_goodput.stats.inputs import check_confidence, z_value
 
 Interval = tuple[float, float]
 

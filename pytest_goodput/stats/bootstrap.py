@@ -8,7 +8,7 @@ from typing import Iterator, Literal, Sequence
 
 import numpy as np
 
-from pytest_goodput.stats.confidence import check_confidence
+from pytest_goodput.stats.inputs import check_confidence
 from pytest_goodput.stats.quantiles import Interval, Statistic
 
 

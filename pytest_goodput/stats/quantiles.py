@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from pytest_goodput.stats.binomial import binom_pmf_all
-from pytest_goodput.stats.confidence import check_confidence
+from pytest_goodput.stats.inputs import check_confidence
 
 Interval = tuple[float, float]
 #: A batched statistic: maps an array (..., n) to an array (...) along the last axis.

@@ -6,6 +6,12 @@ JSON holds the spec and each session's summary; the per-request samples sit besi
 compressed file it names by digest (``store/samples_file.py``), written first, so a reader
 never pairs a JSON with samples it was not written with. Version 1 files (samples inline)
 still read and are rewritten in version 2 on the next record.
+
+The JSON is laid out for review (:func:`reviewable_json`): ``json.dumps(indent=...)`` puts
+every list element on a line of its own (thousands of lines for a sweep's loads) or, without
+indent, a whole file on one line; neither gives a readable ``git diff``. Here an object has one
+key per line and a list of plain values stays on one line, so a re-recorded baseline's diff
+shows the numbers that changed, each on its own line.
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ from pytest_goodput.schema.runs.baseline import (
 )
 from pytest_goodput.schema.runs.results import Samples
 from pytest_goodput.schema.runs.session import Session
-from pytest_goodput.store import layout
 from pytest_goodput.store import samples_file
 from pytest_goodput.store.files import WriteError, write_atomic
 
@@ -42,6 +47,23 @@ except ImportError:  # pragma: no cover - Windows: no lock, see record()
     fcntl = None  # type: ignore[assignment]
 
 DEFAULT_DIR = ".goodput/baselines"
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, (dict, list))
+
+
+def reviewable_json(value: Any, indent: int = 1, _depth: int = 0) -> str:
+    """``value`` as JSON text laid out for review (parsing it back gives ``value``)."""
+    pad, inner = " " * (indent * _depth), " " * (indent * (_depth + 1))
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {reviewable_json(v, indent, _depth + 1)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list) and value and not all(_scalar(v) for v in value):
+        items = [f"{inner}{reviewable_json(v, indent, _depth + 1)}" for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
 
 
 class BaselineError(Exception):
@@ -188,7 +210,7 @@ def write(path: Path, doc: BaselineFile) -> BaselineFile:
                                  "samples": SamplesRef(file=name, sha256=samples_file.digest(data))})
     write_atomic(path.parent / name, data)
     stored = doc.model_dump(mode="json", exclude={"sessions": {"__all__": {"samples"}}})
-    write_atomic(path, layout.dumps(stored) + "\n")
+    write_atomic(path, reviewable_json(stored) + "\n")
     for old in path.parent.glob(f"{glob.escape(path.stem)}.*{samples_file.SUFFIX}"):
         if old.name != name and _OWN_SAMPLES.fullmatch(old.name[len(path.stem):]):
             old.unlink(missing_ok=True)

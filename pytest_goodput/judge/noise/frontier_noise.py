@@ -13,7 +13,7 @@ from typing import Optional
 from pytest_goodput.schema.outcomes.frontier import FrontierPoint, NoiseFn, Side
 from pytest_goodput.schema.runs.results import RunResult, Samples
 from pytest_goodput.stats import bootstrap_interval
-from pytest_goodput.stats.numbers import finite
+from pytest_goodput.stats.inputs import finite
 
 
 def throughput_interval(

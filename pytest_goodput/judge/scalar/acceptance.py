@@ -26,7 +26,7 @@ from pytest_goodput.schema.outcomes.outcome import MetricComparison
 from pytest_goodput.schema.registry import ACCEPTANCE, metric
 from pytest_goodput.schema.runs.session import Session
 
-#: Where a recorded session keeps the rate (``run/server.py``'s summary, ``server.<key>``).
+#: Where a recorded session keeps the rate (``run/engine_view.py``'s summary, ``server.<key>``).
 SUMMARY_KEY = "server.spec_decode_acceptance_rate"
 METHOD = "session acceptance rates, log scale; session spread shrunk to the prior, normal"
 

@@ -16,7 +16,7 @@ import numpy as np
 from pytest_goodput import stats
 from pytest_goodput.judge.values import failures, latency_column, rate_column
 from pytest_goodput.schema.runs.results import Samples
-from pytest_goodput.stats.numbers import finite
+from pytest_goodput.stats.inputs import finite
 
 Kind = Literal["proportion", "rate", "percentile", "mean"]
 

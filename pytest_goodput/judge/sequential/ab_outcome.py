@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from pytest_goodput.judge.evidence import samples_of
-from pytest_goodput.judge.identity import what_changed
+from pytest_goodput.judge.comparability import what_changed
 from pytest_goodput.judge.slos import slo_outcomes
 from pytest_goodput.judge.workload import check_workload
 from pytest_goodput.measure.frontier import pareto_frontier, point_from_result

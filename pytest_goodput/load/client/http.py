@@ -52,10 +52,10 @@ from pytest_goodput.load.client.connection import (
 from pytest_goodput.load.client.event_loop import SPIN_S, sleep_until
 from pytest_goodput.load.client.headers import auth_headers, request_head
 from pytest_goodput.load.client.keepalive import KeepAlive, get_on
-from pytest_goodput.load.client.pool import ConnectTimeout, Pool
+from pytest_goodput.load.client.connection_pool import ConnectTimeout, Pool
 from pytest_goodput.load.client.turns import WriteTurns
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
-from pytest_goodput.schema.endpoint import normalize_base_url
+from pytest_goodput.schema.addresses import normalize_base_url
 from pytest_goodput.schema.redaction import redact
 
 APIS = ("completions", "chat")

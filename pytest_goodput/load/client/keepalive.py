@@ -20,7 +20,7 @@ import asyncio
 from typing import Any, Optional
 
 from pytest_goodput.load.client.connection import Connection, ResponseTooLarge
-from pytest_goodput.load.client.pool import Pool
+from pytest_goodput.load.client.connection_pool import Pool
 from pytest_goodput.measure.records.exchange import RawExchange, RequestPlan
 
 #: Longest wait after a response for the probe's answer or the server's close.

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from pytest_goodput.measure.clocks.timing import engine_timing
 from pytest_goodput.measure.records.crosscheck import (
     USAGE_TOKEN_FACTOR,
     ending_failure,
@@ -52,7 +51,8 @@ from pytest_goodput.measure.records.response import (
     parse_stream,
 )
 from pytest_goodput.measure.records.tokens import token_counter
-from pytest_goodput.measure.outputs.fingerprint import output_print
+from pytest_goodput.measure.outputs.agreement import output_print
+from pytest_goodput.schema.runs.engine_clock import EngineTiming
 from pytest_goodput.schema.runs.results import RequestRecord
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def to_record(
     if reported:
         rec["prompt_tokens"] = prompt
     rec["cached_tokens"] = cached_prompt_tokens(parsed.usage, rec["prompt_tokens"])
-    rec["engine"] = engine_timing(parsed.engine_metrics)
+    rec["engine"] = EngineTiming.from_metrics(parsed.engine_metrics)
     rec.update(image_fields(plan.images, plan.prompt_tokens, ex.request_bytes, prompt if reported else None))
 
     kind, detail = ex.error_kind, ex.error_detail

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from pytest_goodput.judge.noise.main_level import MAIN_LEVEL_NOTE
-from pytest_goodput.judge.noise.recording import OUTLIER_NOTE
+from pytest_goodput.judge.noise.outliers import OUTLIER_NOTE
 from pytest_goodput.judge.output_guard import GUARD_OFF_NOTE
 from pytest_goodput.measure.sketched import SKETCH_NOTE
 from pytest_goodput.run.launches import RECORDING_NOTE

@@ -11,7 +11,7 @@ from typing import Optional, TextIO
 
 from tabulate import tabulate
 
-from pytest_goodput.judge.noise.recording import OUTLIER_NOTE
+from pytest_goodput.judge.noise.outliers import OUTLIER_NOTE
 from pytest_goodput.report.text.cost import cost_lines
 from pytest_goodput.report.text.engine_line import engine_line
 from pytest_goodput.schema.outcomes.cost import EngineUse

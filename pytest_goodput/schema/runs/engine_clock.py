@@ -8,7 +8,7 @@ client or network delay (``docs/metrics.md``, "The engine's clock").
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +41,20 @@ class EngineTiming(_Model):
     generation_time_ms: Optional[float] = Field(None, description="engine: first -> last token")
     mean_itl_ms: Optional[float] = Field(None, description="generation_time_ms / (tokens - 1)")
     tokens_per_second: Optional[float] = Field(None, description="tokens / (scheduled -> last token)")
+
+    @classmethod
+    def from_metrics(cls, metrics: Any) -> Optional["EngineTiming"]:
+        """A response's ``metrics`` object as read from the wire; None when absent or carrying no field.
+
+        vLLM adds it to a non-streamed body and to a stream's final usage chunk. Anything else
+        there, or a value that is not a non-negative number, is ignored: the engine's timing is
+        evidence beside ours, never a reason to fail a request.
+        """
+        if not isinstance(metrics, dict):
+            return None
+        values = {k: float(v) for k in cls.model_fields if isinstance(v := metrics.get(k), (int, float))
+                  and not isinstance(v, bool) and v >= 0 and v == v}
+        return cls(**values) if values else None
 
     def ttft_from_queue_ms(self) -> Optional[float]:
         """queue + TTFT: the engine's time from queueing the request to its first token, the

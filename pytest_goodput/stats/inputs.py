@@ -1,8 +1,15 @@
-"""Confidence levels: checked once, turned into normal critical values."""
+"""What a statistic accepts: finite numbers, and confidence levels (checked once, turned into normal critical values)."""
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
+from typing import Optional
+
+
+def finite(value: Optional[float]) -> bool:
+    """A real, finite number (not None, NaN or ±inf)."""
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def z_value(confidence: float) -> float:

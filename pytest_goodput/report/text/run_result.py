@@ -1,4 +1,4 @@
-"""A plain table of one run's numbers, for the CLI (``python -m pytest_goodput run``)."""
+"""One run's result as plain text: the CLI's table of its numbers (``python -m pytest_goodput run``)."""
 
 from __future__ import annotations
 
