@@ -38,9 +38,9 @@ VERDICT = re.compile(r"^\s{2}(\S.*?)\s{2,}.*?\]\s+(\S)\s(regressed|underpowered|
 HEADER = re.compile(r"^(?:✗|~|\?|!|≠) ([a-z-]+): (\S+)")
 
 
-def fresh_clone(tree: Path, into: Path, venv: Path | None = None) -> Path:
-    """Clone ``tree`` and install it in a new virtual environment, as the README says
-    (``venv``: an existing one, used as it is)."""
+def fresh_clone(tree: Path, into: Path, venv: Path | None = None, install: str = ".") -> Path:
+    """Clone ``tree`` and install it (``install``: what ``pip install -e`` gets) in a new virtual
+    environment, as the README says (``venv``: an existing one, used as it is)."""
     repo = into / "clone"
     subprocess.run(["git", "clone", "-q", str(tree), str(repo)], check=True)
     if venv is not None:
@@ -49,7 +49,7 @@ def fresh_clone(tree: Path, into: Path, venv: Path | None = None) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([*pip, "-e", "."], check=True, cwd=repo, stdout=subprocess.DEVNULL)
+    subprocess.run([*pip, "-e", install], check=True, cwd=repo, stdout=subprocess.DEVNULL)
     return repo
 
 
