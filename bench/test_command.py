@@ -32,7 +32,8 @@ from readme_command import ROOT, fresh_clone
 TIER = re.compile(r"^tests: the (\w+) tier took (\d+) s$")
 #: pytest's last line of a tier: "==== 1612 passed, 3 skipped in 55.12s ====".
 TALLY = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped)\b.*) in [\d.]+s")
-FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)")
+#: A failed test of the project's own (pytester sessions inside tests print theirs too).
+FAILED = re.compile(r"^(?:FAILED|ERROR) (tests/\S+)")
 
 
 def run_once(repo: Path, venv_bin: Path) -> tuple[int, str]:
@@ -47,13 +48,18 @@ def run_once(repo: Path, venv_bin: Path) -> tuple[int, str]:
 
 
 def parse(text: str) -> tuple[list[str], list[str], list[str]]:
-    """Each tier's time, each tier's pytest tally and the failed tests, in order."""
-    tiers, tallies, failed = [], [], []
+    """Each tier's time, each tier's pytest tally (the last before its time: the tests' own
+    pytester sessions print tallies of theirs) and the failed tests, in order."""
+    tiers: list[str] = []
+    tallies: list[str] = []
+    failed: list[str] = []
+    last = ""
     for line in text.splitlines():
         if m := TIER.match(line):
             tiers.append(f"{m.group(1)} {m.group(2)} s")
+            tallies.append(last or "no tally")
         elif m := TALLY.match(line):
-            tallies.append(m.group(1))
+            last = m.group(1)
         elif m := FAILED.match(line):
             failed.append(m.group(1))
     return tiers, tallies, failed
