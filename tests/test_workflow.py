@@ -582,8 +582,10 @@ def test_gpu_pull_request_halving_the_batch_slots_fails_at_the_gate(gpu_world):
     assert run.conclusion == "failure"
     for gpu in GPU_CLASSES:
         job = gpu_job(run, gpu)
-        assert [s.name for s in job.steps if s.outcome == "failure"] == ["Goodput gate"]
         gate = job.step("Goodput gate")
+        # The gate's log on any failure: a miss must show the verdict it read.
+        failed = [s.name for s in job.steps if s.outcome == "failure"]
+        assert failed == ["Goodput gate"], f"{gpu}: failed steps {failed}; the gate's log: {gate.log[-4000:]}"
         assert "regressed: TTFT P99" in gate.log and "--parallel 1" in gate.log, gate.log[-4000:]
         assert job.step("Upload the report").outcome == "success"
 
