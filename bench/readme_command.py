@@ -47,16 +47,29 @@ def fresh_clone(tree: Path, into: Path, venv: Path | None = None, install: str =
         return repo
     venv = into / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([*pip, "-e", install], check=True, cwd=repo, stdout=subprocess.DEVNULL)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+                   check=True, stdout=subprocess.DEVNULL)
+    install_clone(repo, venv, install)
     return repo
 
 
-def run_once(repo: Path, venv_bin: Path, slowdown: float | None) -> tuple[int, str]:
+def install_clone(repo: Path, venv: Path, install: str = ".") -> None:
+    """``pip install -e <install>`` of the clone ``repo`` into ``venv``."""
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", install],
+                   check=True, cwd=repo, stdout=subprocess.DEVNULL)
+
+
+def venv_env(venv_bin: Path) -> dict[str, str]:
+    """This process's environment with ``venv_bin`` first on the PATH, as an activated virtual
+    environment has it, without what would steer the run (PYTHONPATH, a simulator slowdown)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GOODPUT_SIM_SLOWDOWN")}
     env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv_bin.parent)
+    return env
+
+
+def run_once(repo: Path, venv_bin: Path, slowdown: float | None) -> tuple[int, str]:
+    env = venv_env(venv_bin)
     if slowdown is not None:
         env["GOODPUT_SIM_SLOWDOWN"] = str(slowdown)
     proc = subprocess.run([str(venv_bin / "pytest"), *COMMAND[1:]], cwd=repo, env=env,

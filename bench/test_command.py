@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from readme_command import ROOT, fresh_clone
+from readme_command import ROOT, fresh_clone, install_clone, venv_env
 
 #: "tests: the fast tier took 56 s", printed by scripts/test after each tier.
 TIER = re.compile(r"^tests: the (\w+) tier took (\d+) s$")
@@ -38,9 +38,7 @@ FAILED = re.compile(r"^(?:FAILED|ERROR) (tests/\S+)")
 
 def run_once(repo: Path, venv_bin: Path) -> tuple[int, str]:
     """``bash scripts/test`` in ``repo`` with ``venv_bin`` first on the PATH, as CI runs it."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GOODPUT_SIM_SLOWDOWN")}
-    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
-    env["VIRTUAL_ENV"] = str(venv_bin.parent)
+    env = venv_env(venv_bin)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run(["bash", "scripts/test", "-p", "no:cacheprovider", "-rfE"], cwd=repo,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -83,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             repo = fresh_clone(args.tree, Path(tmp), args.venv, install=".[test]")
             if args.venv is not None:
-                subprocess.run([str(args.venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e",
-                                ".[test]"], check=True, cwd=repo, stdout=subprocess.DEVNULL)
+                install_clone(repo, args.venv, ".[test]")
             installed = time.monotonic() - t0
             code, text = run_once(repo, (args.venv or Path(tmp) / "venv") / "bin")
             took = time.monotonic() - t0
