@@ -20,12 +20,13 @@ a change several times that drift is. (``--parallel 1``, caught by hand at TTFT 
 moves only TTFT's tail, whose intervals are the widest: recorded over two sessions here it read
 *regressed* at P90 +70 %, P99 +82 % *underpowered*, a margin too thin to rely on.)
 
-Bounded to about 5 minutes of both cores: the README's commands literally, from the gate file
-``init`` wrote, plus ``--goodput-sessions=3`` on the recording (the README's five sessions of
-the full gate are five and a half minutes of load alone), ``--goodput-scale=0.75`` on every
-run (172 requests a repeat instead of 230: at 0.5 the slower engine's TPOT read *underpowered*)
-and ``--goodput-json`` to read the outcome. The client self-check is the real one
-(``real_selfcheck``): a run it refuses is the product's decision, and fails this test with it.
+About 9 minutes of both cores: the README's commands literally, from the gate file ``init``
+wrote (five sessions recorded, 230 requests a repeat), plus ``--goodput-json`` to read the
+outcome. Three sessions at 0.75 scale were tried and were too thin a margin: a CI run read the
+slower engine's TPOT P50 +112 % and P90 +51 % both *underpowered* (the tiny model's TPOT is
+bimodal at 8 req/s, requests decoded alone or beside others, so its median's within-run
+interval is wide). The client self-check is the real one (``real_selfcheck``): a run it refuses
+is the product's decision, and fails this test with it.
 
 Marked ``wheel_engine``: left out of scripts/test's tiers and run by ``.ci/run`` on its own
 (``pytest tests -m wheel_engine``). Needs the ``llamacpp`` extra; skipped without it.
@@ -53,11 +54,8 @@ pytestmark = [pytest.mark.wheel_engine, pytest.mark.llamacpp, pytest.mark.real_s
 ENGINE = "pytest_goodput.engines.llamacpp_server"
 BASELINE = "perf/.goodput/baselines/perf_serving/test_chat_serving.json"
 NODEID = "perf_serving.py::test_chat_serving"
-#: Sessions recorded and the requests' scale (module docstring): the README's five sessions of
-#: the full gate would take five and a half minutes of load alone.
-SESSIONS = 3
-SCALE = 0.75
-BOUNDS = (f"--goodput-scale={SCALE}",)
+#: Sessions a recording stores by default (the README's record command).
+SESSIONS = 5
 #: What the slower engine must regress on: two compute threads time-share the engine's one CPU,
 #: so every decode step waits on the other thread (measured: TPOT P50 x2.3-2.7).
 TPOT = ("metrics.tpot_ms.p50", "metrics.tpot_ms.p90")
@@ -91,7 +89,7 @@ def output(res: subprocess.CompletedProcess) -> str:
 def gate(inst: Installed, repo: Path, name: str) -> tuple[subprocess.CompletedProcess, Outcome]:
     """The README's gate command, its outcome read from ``--goodput-json``."""
     report = repo.parent / f"{name}.json"
-    res = pytest_in(inst, repo, "perf/", "--goodput-baseline", *BOUNDS, f"--goodput-json={report}", timeout=300)
+    res = pytest_in(inst, repo, "perf/", "--goodput-baseline", f"--goodput-json={report}", timeout=300)
     assert report.is_file(), output(res)
     (test,) = json.loads(report.read_text())["tests"]
     outcome = Outcome.model_validate(test["outcome"])
@@ -124,11 +122,12 @@ def test_the_installed_wheel_records_and_gates_llamacpp_from_what_init_wrote(whe
     assert "pytest perf --goodput-update-baseline" in init.stdout and "pytest perf --goodput-baseline" in init.stdout
 
     t0 = time.monotonic()
-    record = pytest_in(inst, repo, "perf/", "--goodput-update-baseline", f"--goodput-sessions={SESSIONS}", *BOUNDS,
-                       timeout=480)
+    record = pytest_in(inst, repo, "perf/", "--goodput-update-baseline", timeout=900)
     assert record.returncode == 0, "the recording was refused:\n" + output(record)
     stored = json.loads((repo / BASELINE).read_text())
-    assert len(stored["sessions"]) >= SESSIONS, stored["sessions"]
+    # The product stores the valid sessions when at least two are (README, "Record"); fewer
+    # than asked only when a session's client fell behind even on a fresh launch.
+    assert 2 <= len(stored["sessions"]) <= SESSIONS, stored["sessions"]
 
     cost = [line for line in record.stdout.splitlines() if line.startswith("cost:")]
     print(f"wheel_engine: recording {time.monotonic() - t0:.0f} s, {len(stored['sessions'])} sessions stored;", *cost)
