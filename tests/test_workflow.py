@@ -409,10 +409,12 @@ import pytest
 
 
 @pytest.mark.goodput(scenario="concurrency", concurrency=2, requests=16, warmup_requests=2,
-                     isl=128, osl=256, gate=["metrics.ttft_ms.p99"], tolerances={"metrics.ttft_ms.p99": 0.9})
+                     isl=128, osl=512, gate=["metrics.ttft_ms.p99"], tolerances={"metrics.ttft_ms.p99": 0.9})
 def test_two_users():
     """Two closed-loop users: with one batch slot for two users, every other request waits
-    for a whole request before its first token (the tail of TTFT, not its median)."""
+    for a whole request before its first token (the tail of TTFT, not its median). Long
+    answers make that wait several times the first token's own time (at 256 tokens out the
+    change was +150 % against a 90 % tolerance, and one job in about twelve missed it)."""
 '''
 GPU_CLASSES = ("a10g", "h100")
 
