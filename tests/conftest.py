@@ -41,6 +41,7 @@ import functools
 import inspect
 import multiprocessing.util
 import os
+import signal
 import subprocess
 import sys
 import types
@@ -58,6 +59,13 @@ from pytest_goodput.engines.engine import simulator
 from pytest_goodput.plugin.harness import GoodputHarness
 
 TESTS = Path(__file__).resolve().parent
+
+# A shell that starts the suite in the background (`bash scripts/test &`, a script's `( … &)`)
+# leaves SIGINT ignored, and an ignored signal survives exec: the Ctrl-C tests' CLIs and nested
+# pytest sessions would never see their interrupt and finish instead. Python's own handler
+# resets to the default at exec, so every process the tests start can be interrupted.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: A fast test's deadline (pytest-timeout; integration tests have the ini's ``timeout``): far
 #: above the slowest fast test on a busy machine, so only a hang meets it.
