@@ -27,6 +27,7 @@ class Recorder:
         self.encoder = OpenAIClient("http://127.0.0.1:9", "m")  # never opened: only encodes
         self.sent: dict[int, bytes] = {}
         self.built_by_send = 0
+        self.by_send: list[int] = []
         self.held: list[int] = []
         self.bodies: AheadBodies | None = None
 
@@ -39,6 +40,7 @@ class Recorder:
     async def send(self, plan):
         if plan.body is None:
             self.built_by_send += 1
+            self.by_send.append(plan.index)
         body = plan.body if plan.body is not None else self.build_body(plan)
         assert body == self.encoder.build_body(plan)  # the same bytes, whoever built them
         self.sent[plan.index] = body
@@ -101,10 +103,10 @@ def test_a_conversation_builds_its_own_bodies():
 
 def test_a_supply_that_grows_mid_run_is_built_ahead_again():
     # a duration-bounded run's supply holds 4 items at first and doubles when a request
-    # outgrows it (at index 4, then 8); the two users' requests end together (20 ms each), so
-    # they ask for 4 and 5 (then 8 and 9) at once, before the window could build them: those
-    # four are encoded at their send, every other one ahead, the window filling again after
-    # each growth
+    # outgrows it (at index 4, then 8); the two users' requests end about together (20 ms
+    # each), so they ask for 4 and 5 (then 8 and 9) before the window could build them: only
+    # those may be encoded at their send (both, when the users ask at once; one, when the
+    # scheduler parts them), every other one ahead, the window filling again after each growth
     spec = ScenarioSpec(scenario="concurrency", concurrency=2, duration_s=60.0, warmup_requests=0)
     client = Recorder()
     supply = Supply(spec, 0, None, None, 1, items=items(4))
@@ -119,4 +121,5 @@ def test_a_supply_that_grows_mid_run_is_built_ahead_again():
         return bodies
 
     bodies = asyncio.run(main())
-    assert bodies.taken == 12 and client.built_by_send == bodies.late == 4
+    assert bodies.taken == 12 and client.built_by_send == bodies.late == len(client.by_send)
+    assert {4, 8} <= set(client.by_send) <= {4, 5, 8, 9}, client.by_send
