@@ -20,7 +20,7 @@ a change several times that drift is. (``--parallel 1``, caught by hand at TTFT 
 moves only TTFT's tail, whose intervals are the widest: recorded over two sessions here it read
 *regressed* at P90 +70 %, P99 +82 % *underpowered*, a margin too thin to rely on.)
 
-About 9 minutes of both cores: the README's commands literally, from the gate file ``init``
+About 8 minutes of both cores: the README's commands literally, from the gate file ``init``
 wrote (five sessions recorded, 230 requests a repeat), plus ``--goodput-json`` to read the
 outcome. Three sessions at 0.75 scale were tried and were too thin a margin: a CI run read the
 slower engine's TPOT P50 +112 % and P90 +51 % both *underpowered* (the tiny model's TPOT is
